@@ -1,0 +1,117 @@
+// Wiring: builds the agent's parts from a config and runs them until stopped.
+// Policy lives in reconciler.ts, mechanism in writer.ts, formats in projections/.
+
+import type http from 'node:http';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { AgentConfig } from './config.ts';
+import { ChokidarDirWatcher } from './dirwatch.ts';
+import { startHealthServer } from './health.ts';
+import { KubeApiClient } from './kube/client.ts';
+import { ApiEventSink } from './kube/events.ts';
+import { Reflector, type RestartReason } from './kube/reflector.ts';
+import { F } from './logfields.ts';
+import { AgentMetrics } from './metrics.ts';
+import { NodeConfigSource, type NodeView } from './nodesource.ts';
+import { Reconciler, type PodView } from './reconciler.ts';
+import { FsVolumeWriter } from './writer.ts';
+
+export interface RunningAgent {
+  /** Listening address of the health server (port resolved when 0 was asked for). */
+  healthPort: number;
+  /** Finish in-flight writes, stop watches, close the server. */
+  stop(): Promise<void>;
+}
+
+export function loadKubeConfig(path: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromCluster();
+  return kc;
+}
+
+export async function startAgent(cfg: AgentConfig, log: Logger): Promise<RunningAgent> {
+  const metrics = new AgentMetrics();
+  const client = new KubeApiClient(loadKubeConfig(cfg.kubeconfig), (verb, _path, code) => {
+    metrics.apiRequests.inc({ verb, code: String(code) });
+  });
+  const events = new ApiEventSink({ client, node: cfg.nodeName, log });
+  const reconciler = new Reconciler({
+    kubeletRoot: cfg.kubeletRoot,
+    writer: new FsVolumeWriter(),
+    events,
+    log,
+    metrics,
+    maxBytes: cfg.maxBytes,
+    concurrency: cfg.concurrency,
+    dirs: (on) => new ChokidarDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error')),
+  });
+  const nodeConfig = new NodeConfigSource({
+    current: () => reconciler.settings,
+    apply: (s) => reconciler.setSettings(s),
+    events,
+    log,
+  });
+
+  const observer = (resource: string) => ({
+    watchStarted: (reason: RestartReason) => {
+      metrics.watchStarts.inc({ resource, reason });
+      log.debug({ [F.resource]: resource, [F.reason]: reason }, 'watch started');
+    },
+    relisted: (reason: RestartReason) => {
+      metrics.relists.inc({ resource, reason });
+      log.info({ [F.resource]: resource, [F.reason]: reason }, 'relisted');
+    },
+    failed: (err: unknown, backoffMs: number) => log.warn({ [F.resource]: resource, [F.err]: err, [F.backoffMs]: backoffMs }, 'watch failed; retrying'),
+  });
+  const field = (sel: string) => `fieldSelector=${encodeURIComponent(sel)}`;
+  const pods = new Reflector<PodView>({
+    resource: 'pods',
+    path: `/api/v1/pods?${field(`spec.nodeName=${cfg.nodeName}`)}`,
+    client,
+    handler: reconciler,
+    observer: observer('pods'),
+    stallMs: cfg.stallMs,
+  });
+  const node = new Reflector<NodeView>({
+    resource: 'nodes',
+    path: `/api/v1/nodes?${field(`metadata.name=${cfg.nodeName}`)}`,
+    client,
+    handler: nodeConfig,
+    observer: observer('nodes'),
+    stallMs: cfg.stallMs,
+  });
+
+  const ready = (): string[] => [
+    ...(pods.synced ? [] : ['pod list not synced yet']),
+    ...(nodeConfig.configured ? [] : ['node configuration not read yet']),
+    ...(pods.downForMs() > cfg.readyDownMs ? [`pod watch down for ${Math.round(pods.downForMs() / 1000)} s`] : []),
+  ];
+  const server: http.Server = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, ready, registry: metrics.registry });
+  const address = server.address();
+  const healthPort = typeof address === 'object' && address ? address.port : cfg.healthPort;
+
+  const ac = new AbortController();
+  // Node settings first, so the first pod sync already honours pause and file toggles.
+  const nodeRun = node.run(ac.signal);
+  const podRun = (async () => {
+    const aborted = new Promise<void>((r) => ac.signal.addEventListener('abort', () => r(), { once: true }));
+    await Promise.race([nodeConfig.whenConfigured, aborted]);
+    await pods.run(ac.signal);
+  })();
+  const resync = setInterval(() => reconciler.resyncAll(), cfg.resyncMs);
+  log.info({ [F.node]: cfg.nodeName, kubeletRoot: cfg.kubeletRoot, healthPort }, 'agent started');
+
+  return {
+    healthPort,
+    async stop() {
+      clearInterval(resync);
+      ac.abort();
+      await Promise.allSettled([nodeRun, podRun]);
+      await reconciler.close(); // in-flight writes finish; nothing new starts
+      await new Promise<void>((r) => server.close(() => r()));
+      server.closeAllConnections();
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,84 @@
+// Command-line and environment configuration for `ownerrefs-agent run`.
+// Flags win over environment variables, which win over defaults.
+
+import { parseArgs } from 'node:util';
+import { DEFAULT_MAX_BYTES } from './reconciler.ts';
+import { DEFAULT_STALL_MS } from './kube/reflector.ts';
+
+export interface AgentConfig {
+  nodeName: string;
+  /** Path to a kubeconfig; undefined means in-cluster service account. */
+  kubeconfig: string | undefined;
+  kubeletRoot: string;
+  healthHost: string;
+  healthPort: number;
+  logLevel: string;
+  resyncMs: number;
+  maxBytes: number;
+  stallMs: number;
+  /** /readyz fails once the pod watch has been down this long. */
+  readyDownMs: number;
+  concurrency: number;
+}
+
+/** Flag name, env var, default, help. README's flag table lists the same rows. */
+export const RUN_FLAGS = {
+  'node-name': { env: 'NODE_NAME', def: '', help: 'this node\'s name (required; from spec.nodeName via the downward API)' },
+  kubeconfig: { env: 'KUBECONFIG', def: '', help: 'kubeconfig path; empty means in-cluster service account' },
+  'kubelet-root': { env: 'OWNERREFS_KUBELET_ROOT', def: '/var/lib/kubelet', help: 'kubelet root directory' },
+  'health-addr': { env: 'OWNERREFS_HEALTH_ADDR', def: '0.0.0.0:8080', help: 'host:port for /healthz, /readyz and /metrics' },
+  'log-level': { env: 'LOG_LEVEL', def: 'info', help: 'trace, debug, info, warn, error or fatal' },
+  'resync-seconds': { env: 'OWNERREFS_RESYNC_SECONDS', def: '60', help: 'verify every volume on disk this often (backstop for missed inotify events)' },
+  'max-bytes': { env: 'OWNERREFS_MAX_BYTES', def: String(DEFAULT_MAX_BYTES), help: 'refuse pods whose files add up to more than this' },
+  'stall-seconds': { env: 'OWNERREFS_STALL_SECONDS', def: String(DEFAULT_STALL_MS / 1000), help: 'replace a watch that sent nothing (not even a bookmark) for this long' },
+  'ready-down-seconds': { env: 'OWNERREFS_READY_DOWN_SECONDS', def: '60', help: '/readyz fails after the pod watch has been down this long' },
+  concurrency: { env: 'OWNERREFS_CONCURRENCY', def: '4', help: 'volumes written in parallel' },
+} as const;
+
+type FlagName = keyof typeof RUN_FLAGS;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(Object.keys(RUN_FLAGS).map((k) => [k, { type: 'string' }])) as Record<FlagName, { type: 'string' }>,
+    strict: true,
+    allowPositionals: false,
+  });
+  const get = (k: FlagName): string => (values[k] as string | undefined) ?? env[RUN_FLAGS[k].env] ?? RUN_FLAGS[k].def;
+  const num = (k: FlagName, min: number): number => {
+    const n = Number(get(k));
+    if (!Number.isFinite(n) || n < min) throw new ConfigError(`--${k} must be a number >= ${min}, got ${JSON.stringify(get(k))}`);
+    return n;
+  };
+  const nodeName = get('node-name');
+  if (!nodeName) throw new ConfigError('--node-name (or NODE_NAME) is required');
+  const addr = get('health-addr');
+  const m = /^(.*):(\d+)$/.exec(addr);
+  if (!m) throw new ConfigError(`--health-addr must be host:port, got ${JSON.stringify(addr)}`);
+  const level = get('log-level');
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(level)) {
+    throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, fatal; got ${JSON.stringify(level)}`);
+  }
+  return {
+    nodeName,
+    kubeconfig: get('kubeconfig') || undefined,
+    kubeletRoot: get('kubelet-root'),
+    healthHost: m[1] || '0.0.0.0',
+    healthPort: Number(m[2]),
+    logLevel: level,
+    resyncMs: num('resync-seconds', 1) * 1000,
+    maxBytes: num('max-bytes', 1024),
+    stallMs: num('stall-seconds', 1) * 1000,
+    readyDownMs: num('ready-down-seconds', 1) * 1000,
+    concurrency: Math.floor(num('concurrency', 1)),
+  };
+}
+
+export function runHelp(): string {
+  const rows = Object.entries(RUN_FLAGS).map(([k, f]) => `  --${k.padEnd(20)} ${f.help}\n  ${' '.repeat(22)} env ${f.env}, default ${JSON.stringify(f.def)}`);
+  return `Usage: ownerrefs-agent run [flags]\n\nWatch this node's pods and keep their ownerReferences files current.\n\n${rows.join('\n')}\n`;
+}

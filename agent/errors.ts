@@ -1,0 +1,57 @@
+// Typed errors. Each carries a stable reason (used as the Event reason suffix and
+// the metrics label), the pod/volume it concerns, and the underlying cause.
+// They are logged once, where they are handled (the reconciler), never where raised.
+
+export type FailureReason =
+  | 'InvalidAnnotation' // annotation value is not a list of valid volume names
+  | 'VolumeNotDeclared' // annotation names a volume the pod does not have
+  | 'UnsupportedVolumeType' // names a volume that is not an emptyDir
+  | 'InvalidMirrorUID' // kubernetes.io/config.mirror is not a valid uid
+  | 'TooLarge' // rendered files exceed the size limit
+  | 'UnsafePath' // a symlink or non-directory on the way to the volume
+  | 'NameTaken' // something that is not our file sits at one of our names
+  | 'WriteFailed' // the filesystem refused (read-only, full, I/O error)
+  | 'VolumeNotFound'; // the kubelet has not created (or has removed) the directory
+
+/** Failures the pod author can fix by editing the pod: retrying will not help. */
+export const PERMANENT: ReadonlySet<FailureReason> = new Set([
+  'InvalidAnnotation',
+  'VolumeNotDeclared',
+  'UnsupportedVolumeType',
+  'InvalidMirrorUID',
+  'TooLarge',
+]);
+
+export interface ErrorContext {
+  pod?: string | undefined; // namespace/name
+  volume?: string | undefined;
+  file?: string | undefined;
+}
+
+export class ProjectionError extends Error {
+  readonly reason: FailureReason;
+  readonly context: ErrorContext;
+
+  constructor(reason: FailureReason, message: string, context: ErrorContext = {}, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'ProjectionError';
+    this.reason = reason;
+    this.context = context;
+  }
+
+  /** The same error with more context (the writer knows the file, the reconciler the pod). */
+  withContext(extra: ErrorContext): ProjectionError {
+    return new ProjectionError(this.reason, this.message, { ...this.context, ...extra }, this.cause);
+  }
+
+  get permanent(): boolean {
+    return PERMANENT.has(this.reason);
+  }
+}
+
+/** Errno of a Node system error, if any. */
+export function errnoOf(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+    ? err.code
+    : undefined;
+}

@@ -1,0 +1,42 @@
+// /healthz (liveness), /readyz (readiness) and /metrics on one small HTTP server.
+//
+// Liveness only says the event loop answers: during an API outage restarting the
+// agent would not help, and files already written stay valid. Readiness says the
+// agent is in step with the API server.
+
+import http from 'node:http';
+import type { Registry } from 'prom-client';
+
+export interface ReadinessCheck {
+  /** Empty when ready; otherwise why not. */
+  (): string[];
+}
+
+export function startHealthServer(opts: { host: string; port: number; ready: ReadinessCheck; registry: Registry }): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const url = req.url?.split('?')[0];
+    if (url === '/healthz' || url === '/livez') return reply(res, 200, 'ok\n');
+    if (url === '/readyz') {
+      const problems = opts.ready();
+      return problems.length === 0 ? reply(res, 200, 'ok\n') : reply(res, 503, problems.join('\n') + '\n');
+    }
+    if (url === '/metrics') {
+      opts.registry.metrics().then(
+        (text) => reply(res, 200, text, opts.registry.contentType),
+        (err: unknown) => reply(res, 500, String(err)),
+      );
+      return;
+    }
+    reply(res, 404, 'not found\n');
+  });
+  server.keepAliveTimeout = 5_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => resolve(server));
+  });
+}
+
+function reply(res: http.ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8'): void {
+  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store' });
+  res.end(body);
+}

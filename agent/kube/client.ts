@@ -1,0 +1,142 @@
+// A small HTTPS client for the few API calls the agent makes (list, watch, events).
+//
+// We use @kubernetes/client-node's KubeConfig for what it is good at (kubeconfig and
+// in-cluster loading, client certs, token files, exec/OIDC auth), but not its watch
+// or informer: the agent needs control of the watch parameters (bookmarks, server
+// timeouts), of reconnection, and a stall watchdog on the raw byte stream.
+
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly reason: string;
+
+  constructor(status: number, reason: string, message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'ApiError';
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+/** The seam the reflector and event recorder use. */
+export interface ApiClient {
+  json<T>(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, contentType?: string): Promise<T>;
+  /** Opens a streaming GET; resolves once the status line is 200, else rejects with ApiError. */
+  stream(path: string, signal: AbortSignal): Promise<IncomingMessage>;
+}
+
+export interface RequestObserver {
+  (verb: string, path: string, status: number | 'error'): void;
+}
+
+const REQUEST_TIMEOUT_MS = 30_000;
+
+export class KubeApiClient implements ApiClient {
+  readonly #kc: KubeConfig;
+  readonly #server: URL;
+  readonly #observe: RequestObserver;
+  #agent: https.Agent | undefined;
+  #tlsKey = '';
+
+  constructor(kc: KubeConfig, observe: RequestObserver = () => {}) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    this.#kc = kc;
+    this.#server = new URL(cluster.server);
+    this.#observe = observe;
+  }
+
+  async json<T>(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+    const res = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), contentType);
+    const text = await readAll(res);
+    if (res.statusCode !== 200 && res.statusCode !== 201) throw apiError(res.statusCode ?? 0, text);
+    return JSON.parse(text) as T;
+  }
+
+  async stream(path: string, signal: AbortSignal): Promise<IncomingMessage> {
+    const res = await this.#send('GET', path, undefined, undefined, signal);
+    if (res.statusCode !== 200) throw apiError(res.statusCode ?? 0, await readAll(res));
+    return res;
+  }
+
+  async #send(method: string, path: string, body: string | undefined, contentType: string | undefined,
+    signal?: AbortSignal): Promise<IncomingMessage> {
+    const opts: https.RequestOptions = {};
+    // Fresh bearer token (token files rotate) and TLS material; we keep our own agent (below).
+    await this.#kc.applyToHTTPSOptions(opts);
+    const headers: Record<string, string> = { Accept: 'application/json', ...(opts.headers as Record<string, string>) };
+    if (body !== undefined) {
+      headers['Content-Type'] = contentType ?? 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(body));
+    }
+    const verb = method === 'GET' && path.includes('watch=true') ? 'WATCH' : method;
+    return new Promise((resolve, reject) => {
+      const req = https.request({
+        protocol: this.#server.protocol,
+        hostname: this.#server.hostname,
+        port: this.#server.port,
+        path: this.#server.pathname.replace(/\/$/, '') + path,
+        method,
+        headers,
+        auth: opts.auth,
+        servername: opts.servername,
+        agent: this.#agentFor(opts),
+        signal,
+        // Streams have their own watchdog; plain requests get a socket timeout.
+        timeout: signal ? undefined : REQUEST_TIMEOUT_MS,
+      }, (res) => {
+        this.#observe(verb, path, res.statusCode ?? 0);
+        resolve(res);
+      });
+      req.on('timeout', () => req.destroy(new Error(`request timed out after ${REQUEST_TIMEOUT_MS} ms`)));
+      req.on('error', (err) => {
+        this.#observe(verb, path, 'error');
+        reject(err);
+      });
+      req.end(body);
+    });
+  }
+
+  /** One keep-alive agent, rebuilt only when the TLS material changes (certificate rotation). */
+  #agentFor(opts: https.RequestOptions): https.Agent {
+    const key = [opts.ca, opts.cert, opts.key, opts.rejectUnauthorized, opts.servername].map(String).join('|');
+    if (!this.#agent || key !== this.#tlsKey) {
+      this.#agent?.destroy();
+      this.#agent = new https.Agent({
+        keepAlive: true,
+        maxSockets: 8,
+        ca: opts.ca,
+        cert: opts.cert,
+        key: opts.key,
+        rejectUnauthorized: opts.rejectUnauthorized ?? true,
+        servername: opts.servername,
+      });
+      this.#tlsKey = key;
+    }
+    return this.#agent;
+  }
+
+  close(): void {
+    this.#agent?.destroy();
+  }
+}
+
+async function readAll(res: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of res) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function apiError(status: number, text: string): ApiError {
+  let reason = '';
+  let message = text.slice(0, 500);
+  try {
+    const s = JSON.parse(text) as { reason?: string; message?: string };
+    reason = s.reason ?? '';
+    message = s.message ?? message;
+  } catch { /* not a Status object */ }
+  return new ApiError(status, reason, `API ${status}${reason ? ' ' + reason : ''}: ${message}`);
+}

@@ -1,0 +1,76 @@
+// Kubernetes Events on the object at fault, rate-limited per object so a pod that
+// keeps failing cannot flood the API server, and fire-and-forget so a slow API
+// never delays projection.
+
+import type { Logger } from 'pino';
+import { F } from '../logfields.ts';
+import { KeyedRateLimiter } from '../ratelimit.ts';
+import type { Clock } from '../clock.ts';
+import type { ApiClient } from './client.ts';
+
+export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';
+export const REASON_INVALID_NODE_LABEL = 'OwnerRefsInvalidNodeLabel';
+
+export interface InvolvedObject {
+  kind: 'Pod' | 'Node';
+  name: string;
+  namespace?: string | undefined;
+  uid?: string | undefined;
+}
+
+/** The seam the agent uses to report misuse; tests may record calls instead. */
+export interface EventSink {
+  /** Returns false when the event was dropped by rate limiting. */
+  warn(obj: InvolvedObject, reason: string, message: string): boolean;
+}
+
+const MAX_MESSAGE = 1024;
+const MAX_IN_FLIGHT = 16;
+
+export class ApiEventSink implements EventSink {
+  readonly #client: ApiClient;
+  readonly #node: string;
+  readonly #log: Logger;
+  readonly #limiter: KeyedRateLimiter;
+  #inFlight = 0;
+
+  constructor(opts: { client: ApiClient; node: string; log: Logger; clock?: Clock }) {
+    this.#client = opts.client;
+    this.#node = opts.node;
+    this.#log = opts.log;
+    // A burst of 3 per object, then one per 2 minutes.
+    this.#limiter = new KeyedRateLimiter({ burst: 3, refillMs: 120_000, ...(opts.clock ? { clock: opts.clock } : {}) });
+  }
+
+  warn(obj: InvolvedObject, reason: string, message: string): boolean {
+    const suppressed = this.#limiter.take(`${obj.kind}/${obj.namespace ?? ''}/${obj.name}/${reason}`);
+    if (suppressed === null || this.#inFlight >= MAX_IN_FLIGHT) return false;
+    const text = (suppressed > 0 ? `${message} (${suppressed} similar events suppressed)` : message).slice(0, MAX_MESSAGE);
+    this.#inFlight++;
+    this.#post(obj, reason, text)
+      .catch((err: unknown) => this.#log.warn({ [F.err]: err, [F.reason]: reason }, 'could not record event'))
+      .finally(() => this.#inFlight--);
+    return true;
+  }
+
+  async #post(obj: InvolvedObject, reason: string, message: string): Promise<void> {
+    // Cluster-scoped objects (Nodes) get their events in "default", as the kubelet does.
+    const ns = obj.namespace ?? 'default';
+    const now = new Date().toISOString();
+    await this.#client.json('POST', `/api/v1/namespaces/${encodeURIComponent(ns)}/events`, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { generateName: `${obj.name}.`, namespace: ns },
+      involvedObject: { apiVersion: 'v1', kind: obj.kind, name: obj.name, namespace: obj.namespace, uid: obj.uid },
+      type: 'Warning',
+      reason,
+      message,
+      source: { component: 'ownerrefs-agent', host: this.#node },
+      reportingComponent: 'ownerrefs.dev/agent',
+      reportingInstance: this.#node,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    });
+  }
+}

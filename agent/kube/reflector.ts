@@ -1,0 +1,205 @@
+// Reflector: keeps a handler in step with one list+watch, the way client-go's
+// reflector does, plus a stall watchdog on the raw stream (the JavaScript client's
+// watches are known to go quiet forever without an error).
+//
+//   list (resourceVersion=0, from the watch cache) -> replace(items)
+//   loop: watch from the last resourceVersion seen (bookmarks included),
+//         allowWatchBookmarks, server-side timeoutSeconds randomised in 5-10 min
+//     normal end            -> watch again at once from the same resourceVersion
+//     410 Gone / Expired    -> relist (consistent read) and replace(items)
+//     error / refused / stall -> exponential backoff with jitter, then watch again
+
+import type { IncomingMessage } from 'node:http';
+import { Backoff, realClock, sleep, type Clock } from '../clock.ts';
+import { ApiError, type ApiClient } from './client.ts';
+
+export interface KubeObject {
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } | undefined;
+}
+
+/** What the reflector feeds. Calls are synchronous and in watch order. */
+export interface ReflectorHandler<T extends KubeObject> {
+  /** The full current set after a (re)list: reconcile the difference. */
+  replace(items: T[]): void;
+  upsert(obj: T): void;
+  remove(obj: T): void;
+}
+
+export type RestartReason = 'initial' | 'timeout' | 'expired' | 'error' | 'stall';
+
+export interface ReflectorObserver {
+  watchStarted?(reason: RestartReason): void;
+  relisted?(reason: RestartReason): void;
+  failed?(err: unknown, backoffMs: number): void;
+}
+
+export interface ReflectorOptions<T extends KubeObject> {
+  /** Label for logs and metrics, e.g. "pods". */
+  resource: string;
+  /** Collection path with its selectors, e.g. /api/v1/pods?fieldSelector=spec.nodeName%3Dn1 */
+  path: string;
+  client: ApiClient;
+  handler: ReflectorHandler<T>;
+  observer?: ReflectorObserver;
+  clock?: Clock;
+  random?: () => number;
+  /** No byte (event or bookmark) for this long means the connection is dead. Default 90 s. */
+  stallMs?: number;
+  /** Server-side watch timeout range in seconds. Default [300, 600]. */
+  timeoutSeconds?: readonly [number, number];
+  backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
+}
+
+interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: KubeObject & { code?: number; reason?: string; message?: string };
+}
+
+class Gone extends Error {}
+class Stalled extends Error {}
+
+/**
+ * Default stall bound: the API server sends a bookmark about once a minute on an idle
+ * watch, so 90 s without a byte is one missed bookmark plus margin, not idleness.
+ */
+export const DEFAULT_STALL_MS = 90_000;
+
+export class Reflector<T extends KubeObject> {
+  readonly #o: Required<Omit<ReflectorOptions<T>, 'observer'>> & { observer: ReflectorObserver };
+  readonly #backoff: Backoff;
+  #rv: string | undefined;
+  #synced = false;
+  /** Since when the watch has been failing; undefined while it is healthy. */
+  #downSince: number | undefined;
+
+  constructor(opts: ReflectorOptions<T>) {
+    this.#o = {
+      clock: realClock,
+      random: Math.random,
+      stallMs: DEFAULT_STALL_MS,
+      timeoutSeconds: [300, 600],
+      backoff: { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_000 },
+      observer: {},
+      ...opts,
+    };
+    this.#backoff = new Backoff({ ...this.#o.backoff, random: this.#o.random });
+  }
+
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** Milliseconds the watch has been down, 0 when healthy. */
+  downForMs(): number {
+    return this.#downSince === undefined ? 0 : this.#o.clock.now() - this.#downSince;
+  }
+
+  /** Runs until the signal aborts. Never throws: failures are retried with backoff. */
+  async run(signal: AbortSignal): Promise<void> {
+    let reason: RestartReason = 'initial';
+    while (!signal.aborted) {
+      const started = this.#o.clock.now();
+      try {
+        if (this.#rv === undefined) await this.#list(reason, signal);
+        this.#o.observer.watchStarted?.(reason);
+        await this.#watch(signal);
+        reason = 'timeout';
+        // A watch that ends at once, repeatedly, must not become a request storm.
+        if (this.#o.clock.now() - started < 1_000) await this.#pause(new Error('watch ended immediately'), signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        if (err instanceof Gone) {
+          this.#rv = undefined; // relist from a consistent read, then resume
+          reason = 'expired';
+          continue;
+        }
+        reason = err instanceof Stalled ? 'stall' : 'error';
+        if (this.#downSince === undefined) this.#downSince = started;
+        await this.#pause(err, signal);
+      }
+    }
+  }
+
+  async #pause(err: unknown, signal: AbortSignal): Promise<void> {
+    const ms = this.#backoff.next();
+    this.#o.observer.failed?.(err, ms);
+    await sleep(this.#o.clock, ms, signal);
+  }
+
+  async #list(reason: RestartReason, signal: AbortSignal): Promise<void> {
+    // First list from the watch cache (cheap for the API server); after 410 a consistent read.
+    const path = reason === 'initial' ? `${this.#o.path}${sep(this.#o.path)}resourceVersion=0` : this.#o.path;
+    const list = await this.#o.client.json<{ items: T[]; metadata: { resourceVersion: string } }>('GET', path);
+    if (signal.aborted) return;
+    this.#o.handler.replace(list.items ?? []);
+    this.#rv = list.metadata.resourceVersion;
+    this.#synced = true;
+    if (reason !== 'initial') this.#o.observer.relisted?.(reason);
+  }
+
+  async #watch(signal: AbortSignal): Promise<void> {
+    const [lo, hi] = this.#o.timeoutSeconds;
+    const timeout = Math.floor(lo + this.#o.random() * (hi - lo));
+    const path = `${this.#o.path}${sep(this.#o.path)}watch=true&allowWatchBookmarks=true` +
+      `&resourceVersion=${encodeURIComponent(this.#rv ?? '')}&timeoutSeconds=${timeout}`;
+    const ac = new AbortController();
+    const onAbort = () => ac.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    let stalled = false;
+    let cancelStall = () => {};
+    const armStall = () => {
+      cancelStall();
+      cancelStall = this.#o.clock.setTimer(() => {
+        stalled = true;
+        ac.abort();
+      }, this.#o.stallMs);
+    };
+    armStall(); // also bounds the wait for response headers
+    try {
+      const res = await this.#o.client.stream(path, ac.signal);
+      const connectedAt = this.#o.clock.now();
+      this.#downSince = undefined;
+      await this.#consume(res, armStall, connectedAt);
+    } catch (err) {
+      if (stalled) throw new Stalled(`no data on the ${this.#o.resource} watch for ${this.#o.stallMs} ms`);
+      if (err instanceof ApiError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone')) throw new Gone();
+      throw err;
+    } finally {
+      cancelStall();
+      signal.removeEventListener('abort', onAbort);
+      ac.abort();
+    }
+  }
+
+  async #consume(res: IncomingMessage, onBytes: () => void, connectedAt: number): Promise<void> {
+    let buf = '';
+    for await (const chunk of res) {
+      onBytes();
+      if (this.#o.clock.now() - connectedAt >= this.#o.backoff.resetAfterMs) this.#backoff.reset();
+      buf += (chunk as Buffer).toString('utf8');
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.trim() !== '') this.#dispatch(JSON.parse(line) as WatchEvent);
+      }
+    }
+    if (this.#o.clock.now() - connectedAt >= this.#o.backoff.resetAfterMs) this.#backoff.reset();
+  }
+
+  #dispatch(ev: WatchEvent): void {
+    if (ev.type === 'ERROR') {
+      const code = ev.object.code;
+      if (code === 410 || ev.object.reason === 'Expired' || ev.object.reason === 'Gone') throw new Gone();
+      throw new ApiError(code ?? 0, ev.object.reason ?? '', `watch error: ${ev.object.message ?? 'unknown'}`);
+    }
+    const rv = ev.object.metadata?.resourceVersion;
+    if (ev.type === 'ADDED' || ev.type === 'MODIFIED') this.#o.handler.upsert(ev.object as T);
+    else if (ev.type === 'DELETED') this.#o.handler.remove(ev.object as T);
+    if (rv) this.#rv = rv;
+  }
+}
+
+function sep(path: string): string {
+  return path.includes('?') ? '&' : '?';
+}

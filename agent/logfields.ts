@@ -1,0 +1,18 @@
+// Structured log field names, in one place so dashboards and queries stay stable.
+export const F = {
+  pod: 'pod', // namespace/name
+  podUID: 'podUID',
+  volume: 'volume',
+  file: 'file',
+  node: 'node',
+  reason: 'reason',
+  err: 'err',
+  written: 'written',
+  removed: 'removed',
+  resource: 'resource',
+  resourceVersion: 'resourceVersion',
+  backoffMs: 'backoffMs',
+  suppressed: 'suppressed',
+  label: 'label',
+  value: 'value',
+} as const;

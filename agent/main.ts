@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+// Entry point: parse the command line and wire parts together; nothing else.
+
+import { pino } from 'pino';
+import { startAgent } from './agent.ts';
+import { ConfigError, parseRunConfig, runHelp } from './config.ts';
+import { RENDER_HELP, render } from './render.ts';
+
+const HELP = `Usage: ownerrefs-agent <command> [flags]
+
+Commands:
+  run      watch this node's pods and project their ownerReferences into their volumes
+  render   print (or write) the files the agent would write for one Pod manifest
+
+Run "ownerrefs-agent <command> --help" for a command's flags.
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(HELP);
+    return cmd === undefined ? 2 : 0;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    if (cmd === 'run') process.stdout.write(runHelp());
+    else if (cmd === 'render') process.stdout.write(RENDER_HELP);
+    else return unknownCommand(cmd);
+    return 0;
+  }
+  if (cmd === 'render') {
+    await render(rest, process.stdin, process.stdout);
+    return 0;
+  }
+  if (cmd !== 'run') return unknownCommand(cmd);
+
+  const cfg = parseRunConfig(rest, process.env);
+  const log = pino({ level: cfg.logLevel, base: { node: cfg.nodeName } });
+  const agent = await startAgent(cfg, log);
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: string) => {
+      log.info({ signal: sig }, 'stopping: finishing in-flight writes');
+      resolve();
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
+  await agent.stop();
+  log.info('stopped');
+  return 0;
+}
+
+function unknownCommand(cmd: string): number {
+  process.stderr.write(`unknown command ${JSON.stringify(cmd)}\n\n${HELP}`);
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (err: unknown) => {
+    process.stderr.write(`ownerrefs-agent: ${err instanceof ConfigError || err instanceof TypeError ? err.message : err instanceof Error ? err.stack : String(err)}\n`);
+    process.exitCode = err instanceof ConfigError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
+  },
+);

@@ -1,0 +1,83 @@
+// Prometheus metrics (prom-client). One registry per agent so tests can run several.
+// README's metrics table documents each of these.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+
+  readonly watchStarts = new Counter({
+    name: 'ownerrefs_watch_starts_total',
+    help: 'Watch (re)starts by resource and reason (initial, timeout, expired, error, stall).',
+    labelNames: ['resource', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly relists = new Counter({
+    name: 'ownerrefs_relists_total',
+    help: 'Full relists after the initial one, by resource and reason.',
+    labelNames: ['resource', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly apiRequests = new Counter({
+    name: 'ownerrefs_api_requests_total',
+    help: 'Requests the agent made to the API server, by verb and status code.',
+    labelNames: ['verb', 'code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly fileWrites = new Counter({
+    name: 'ownerrefs_file_writes_total',
+    help: 'Projected files written (renamed into place).',
+    registers: [this.registry],
+  });
+
+  readonly fileUnchanged = new Counter({
+    name: 'ownerrefs_file_unchanged_total',
+    help: 'Projected files checked on disk and found already correct (no write).',
+    registers: [this.registry],
+  });
+
+  readonly failures = new Counter({
+    name: 'ownerrefs_projection_failures_total',
+    help: 'Projection failures by reason.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventsDropped = new Counter({
+    name: 'ownerrefs_events_dropped_total',
+    help: 'Kubernetes Events not sent because of per-object rate limiting.',
+    registers: [this.registry],
+  });
+
+  readonly latency = new Histogram({
+    name: 'ownerrefs_propagation_seconds',
+    help: 'Time from receiving a pod event to its files being renamed into place.',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  readonly podsTracked = new Gauge({
+    name: 'ownerrefs_pods_tracked',
+    help: 'Pods on this node that opted in.',
+    registers: [this.registry],
+  });
+
+  readonly volumesTracked = new Gauge({
+    name: 'ownerrefs_volumes_tracked',
+    help: 'Volumes the agent keeps files in.',
+    registers: [this.registry],
+  });
+
+  readonly lastSync = new Gauge({
+    name: 'ownerrefs_last_sync_timestamp_seconds',
+    help: 'Unix time of the last successful sync of any volume.',
+    registers: [this.registry],
+  });
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'ownerrefs_' });
+  }
+}

@@ -1,0 +1,65 @@
+// Node labels under ownerrefs.dev/ configure the agent on that node, live.
+// Pure: labels + the last good settings -> new settings and complaints.
+
+import type { ProjectionOptions } from '../projections/index.ts';
+
+export interface NodeSettings extends ProjectionOptions {
+  /** Stop projecting on this node; files stay exactly as they are. */
+  paused: boolean;
+}
+
+interface LabelSpec {
+  label: string;
+  key: keyof NodeSettings;
+  default: boolean;
+  doc: string;
+}
+
+/** The label table; README's reference table documents the same rows. */
+export const NODE_LABELS: readonly LabelSpec[] = [
+  { label: 'ownerrefs.dev/paused', key: 'paused', default: false, doc: 'stop projecting on this node; files stay as they are' },
+  { label: 'ownerrefs.dev/env-file', key: 'envFile', default: true, doc: 'write ownerReferences.env' },
+  { label: 'ownerrefs.dev/dependents-file', key: 'dependentsFile', default: true, doc: 'write dependentOwnerReferences' },
+];
+
+/** The DaemonSet's nodeSelector label; the agent itself does not read it. */
+export const NODE_SELECTOR_LABEL = 'ownerrefs.dev/agent';
+
+export const DEFAULT_SETTINGS: NodeSettings = Object.freeze(
+  Object.fromEntries(NODE_LABELS.map((s) => [s.key, s.default])) as unknown as NodeSettings,
+);
+
+export interface InvalidLabel {
+  label: string;
+  value: string;
+  message: string;
+}
+
+/**
+ * Apply labels on top of `previous`. An absent label means its default; an invalid
+ * value keeps the previous (last good) setting for that key and is reported.
+ */
+export function settingsFromLabels(
+  labels: Record<string, string> | null | undefined,
+  previous: NodeSettings = DEFAULT_SETTINGS,
+): { settings: NodeSettings; invalid: InvalidLabel[] } {
+  const settings = { ...previous };
+  const invalid: InvalidLabel[] = [];
+  for (const spec of NODE_LABELS) {
+    const value = labels?.[spec.label];
+    if (value === undefined) settings[spec.key] = spec.default;
+    else if (value === 'true' || value === 'false') settings[spec.key] = value === 'true';
+    else {
+      invalid.push({
+        label: spec.label,
+        value,
+        message: `node label ${spec.label}=${JSON.stringify(value)} is invalid: use "true" or "false"; keeping ${spec.label}=${previous[spec.key]}`,
+      });
+    }
+  }
+  return { settings, invalid };
+}
+
+export function sameSettings(a: NodeSettings, b: NodeSettings): boolean {
+  return NODE_LABELS.every((s) => a[s.key] === b[s.key]);
+}

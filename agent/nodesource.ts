@@ -1,0 +1,65 @@
+// The agent's own Node carries its configuration as labels. Invalid values get a
+// Warning Event on the Node and keep the last good setting.
+
+import type { Logger } from 'pino';
+import { REASON_INVALID_NODE_LABEL, type EventSink } from './kube/events.ts';
+import type { ReflectorHandler } from './kube/reflector.ts';
+import { F } from './logfields.ts';
+import { sameSettings, settingsFromLabels, type NodeSettings } from './nodeconfig.ts';
+
+export interface NodeView {
+  metadata?: { name?: string; uid?: string; labels?: Record<string, string> | null } | undefined;
+}
+
+export class NodeConfigSource implements ReflectorHandler<NodeView> {
+  readonly #apply: (s: NodeSettings) => void;
+  readonly #current: () => NodeSettings;
+  readonly #events: EventSink;
+  readonly #log: Logger;
+  /** Invalid labels already reported, so a relist or an unrelated label edit does not repeat them. */
+  #reported = '';
+  #configured = false;
+  #markConfigured!: () => void;
+  /** Resolves once the Node has been read (or found absent). */
+  readonly whenConfigured = new Promise<void>((r) => (this.#markConfigured = r));
+
+  constructor(opts: { current: () => NodeSettings; apply: (s: NodeSettings) => void; events: EventSink; log: Logger }) {
+    this.#apply = opts.apply;
+    this.#current = opts.current;
+    this.#events = opts.events;
+    this.#log = opts.log;
+  }
+
+  /** True once the Node has been read (or found absent: defaults apply). */
+  get configured(): boolean {
+    return this.#configured;
+  }
+
+  replace(items: NodeView[]): void {
+    const node = items[0];
+    if (node) this.upsert(node);
+    this.#configured = true;
+    this.#markConfigured();
+  }
+
+  upsert(node: NodeView): void {
+    const { settings, invalid } = settingsFromLabels(node.metadata?.labels, this.#current());
+    const key = invalid.map((i) => `${i.label}=${i.value}`).join(',');
+    if (key !== this.#reported) {
+      this.#reported = key;
+      for (const i of invalid) {
+        this.#log.warn({ [F.node]: node.metadata?.name, [F.label]: i.label, [F.value]: i.value, [F.reason]: 'InvalidNodeLabel' }, i.message);
+        this.#events.warn({ kind: 'Node', name: node.metadata?.name ?? '', uid: node.metadata?.uid }, REASON_INVALID_NODE_LABEL, i.message);
+      }
+    }
+    if (!sameSettings(settings, this.#current())) {
+      this.#log.info({ [F.node]: node.metadata?.name, settings }, 'node settings changed');
+      this.#apply(settings);
+    }
+    this.#configured = true;
+    this.#markConfigured();
+  }
+
+  /** The Node went away: keep the last settings (the agent is being drained anyway). */
+  remove(): void {}
+}

@@ -1,0 +1,112 @@
+// A keyed work queue in the manner of client-go's workqueue: a key is queued at most
+// once, processed by at most one worker at a time, and re-run if it was added
+// while being processed. Retries use a per-key exponential backoff.
+
+import { Backoff, realClock, type Clock } from './clock.ts';
+
+export interface QueueOptions {
+  concurrency: number;
+  process(key: string): Promise<void>;
+  clock?: Clock;
+  retry?: { initialMs: number; maxMs: number };
+}
+
+export class WorkQueue {
+  readonly #o: Required<QueueOptions>;
+  readonly #pending: string[] = [];
+  readonly #queued = new Set<string>();
+  readonly #active = new Set<string>();
+  /** Keys added while active: run again when the current run ends. */
+  readonly #dirty = new Set<string>();
+  readonly #delayed = new Map<string, () => void>();
+  readonly #backoffs = new Map<string, Backoff>();
+  #running = 0;
+  #stopped = false;
+  #idle: (() => void)[] = [];
+
+  constructor(opts: QueueOptions) {
+    this.#o = { clock: realClock, retry: { initialMs: 500, maxMs: 60_000 }, ...opts };
+  }
+
+  get length(): number {
+    return this.#pending.length;
+  }
+
+  add(key: string): void {
+    if (this.#stopped) return;
+    this.#cancelDelayed(key);
+    if (this.#active.has(key)) {
+      this.#dirty.add(key);
+      return;
+    }
+    if (this.#queued.has(key)) return;
+    this.#queued.add(key);
+    this.#pending.push(key);
+    this.#pump();
+  }
+
+  /** Add after the key's next backoff delay (grows per consecutive retry). Returns the delay. */
+  retry(key: string): number {
+    let b = this.#backoffs.get(key);
+    if (!b) {
+      b = new Backoff(this.#o.retry);
+      this.#backoffs.set(key, b);
+    }
+    const ms = b.next();
+    this.addAfter(key, ms);
+    return ms;
+  }
+
+  addAfter(key: string, ms: number): void {
+    if (this.#stopped || this.#delayed.has(key)) return;
+    this.#delayed.set(key, this.#o.clock.setTimer(() => {
+      this.#delayed.delete(key);
+      this.add(key);
+    }, ms));
+  }
+
+  /** The key succeeded or went away: reset its backoff and drop any pending retry. */
+  forget(key: string): void {
+    this.#backoffs.delete(key);
+    this.#cancelDelayed(key);
+  }
+
+  /** Stop taking work, cancel retries, and wait for in-flight work to finish. */
+  async drain(): Promise<void> {
+    this.#stopped = true;
+    for (const cancel of this.#delayed.values()) cancel();
+    this.#delayed.clear();
+    this.#pending.length = 0;
+    this.#queued.clear();
+    await this.idle();
+  }
+
+  /** Resolves when nothing is queued or running (delayed retries do not count). */
+  idle(): Promise<void> {
+    if (this.#running === 0 && this.#pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #cancelDelayed(key: string): void {
+    this.#delayed.get(key)?.();
+    this.#delayed.delete(key);
+  }
+
+  #pump(): void {
+    while (this.#running < this.#o.concurrency && this.#pending.length > 0) {
+      const key = this.#pending.shift()!;
+      this.#queued.delete(key);
+      this.#active.add(key);
+      this.#running++;
+      void this.#o.process(key)
+        .catch(() => { /* process() handles and reports its own errors */ })
+        .finally(() => {
+          this.#running--;
+          this.#active.delete(key);
+          if (this.#dirty.delete(key)) this.add(key);
+          this.#pump();
+          if (this.#running === 0 && this.#pending.length === 0) for (const r of this.#idle.splice(0)) r();
+        });
+    }
+  }
+}

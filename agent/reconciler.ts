@@ -1,0 +1,278 @@
+// Reconciler: the agent's policy. It turns pod events, directory events and node
+// settings into writer calls, and is where projection errors are handled: counted,
+// logged once (rate-limited per pod) and reported as an Event on the pod.
+//
+// Cost model: a pod event costs a render and a comparison with what was last synced;
+// disk is touched only when the bytes changed or a directory event / resync asks
+// for verification. Nothing scans all pods on a single event.
+
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { ALL_FILE_NAMES, FILES, ownersOf, project, type OwnerReference, type PodMeta, type ProjectedFile } from '../projections/index.ts';
+import { realClock, type Clock } from './clock.ts';
+import type { DirWatchEvents, DirWatcher } from './dirwatch.ts';
+import { ProjectionError } from './errors.ts';
+import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from './kube/events.ts';
+import type { ReflectorHandler } from './kube/reflector.ts';
+import { F } from './logfields.ts';
+import type { AgentMetrics } from './metrics.ts';
+import { DEFAULT_SETTINGS, type NodeSettings } from './nodeconfig.ts';
+import { WorkQueue } from './queue.ts';
+import { KeyedRateLimiter } from './ratelimit.ts';
+import { describe, optedIn, resolveVolumes, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
+import type { VolumeWriter } from './writer.ts';
+
+export type PodView = PodMeta & PodVolumesView & {
+  metadata?: { name?: string; namespace?: string; uid?: string } | undefined;
+};
+
+interface Tracked {
+  pod: InvolvedObject;
+  owners: readonly OwnerReference[];
+  volumes: ResolvedVolume[];
+  files: ProjectedFile[];
+  /** Identifies `files`; a volume is up to date when its synced fingerprint equals this. */
+  fingerprint: string;
+  synced: Map<string, string>;
+  /** Volumes whose disk state must be checked even if the fingerprint matches. */
+  verify: Set<string>;
+  /** Resolution errors already reported, so status churn does not repeat them. */
+  reported: string;
+  receivedAt: number;
+}
+
+export interface ReconcilerOptions {
+  kubeletRoot: string;
+  writer: VolumeWriter;
+  events: EventSink;
+  log: Logger;
+  metrics: AgentMetrics;
+  /** Built by the reconciler with its own callbacks (see dirwatch.ts for the default). */
+  dirs: (on: DirWatchEvents) => DirWatcher;
+  clock?: Clock;
+  /** Refuse (TooLarge) when a pod's files add up to more than this. Default 256 KiB. */
+  maxBytes?: number;
+  /** Volumes written in parallel. Default 4. */
+  concurrency?: number;
+}
+
+export const DEFAULT_MAX_BYTES = 256 * 1024;
+
+export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
+  readonly #o: ReconcilerOptions & { clock: Clock; maxBytes: number };
+  readonly #tracked = new Map<string, Tracked>();
+  readonly #byDir = new Map<string, { uid: string; volume: string }>();
+  readonly #queue: WorkQueue;
+  readonly #dirs: DirWatcher;
+  readonly #logLimiter: KeyedRateLimiter;
+  #settings: NodeSettings = DEFAULT_SETTINGS;
+
+  constructor(opts: ReconcilerOptions) {
+    this.#o = { clock: realClock, maxBytes: DEFAULT_MAX_BYTES, ...opts };
+    this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? 4, process: (uid) => this.#process(uid), clock: this.#o.clock });
+    this.#dirs = opts.dirs(this);
+    this.#logLimiter = new KeyedRateLimiter({ burst: 3, refillMs: 60_000, clock: this.#o.clock });
+  }
+
+  get settings(): NodeSettings {
+    return this.#settings;
+  }
+
+  /** Resolves when no sync is queued or running. */
+  idle(): Promise<void> {
+    return this.#queue.idle();
+  }
+
+  replace(items: PodView[]): void {
+    const seen = new Set<string>();
+    for (const pod of items) {
+      this.upsert(pod);
+      if (pod.metadata?.uid) seen.add(pod.metadata.uid);
+    }
+    for (const uid of [...this.#tracked.keys()]) if (!seen.has(uid)) this.#untrack(uid);
+  }
+
+  upsert(pod: PodView): void {
+    const uid = pod.metadata?.uid;
+    if (!uid) return;
+    if (!optedIn(pod)) {
+      if (this.#tracked.has(uid)) this.#untrack(uid); // opted out: files stay, updates stop
+      return;
+    }
+    const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
+    const t = this.#tracked.get(uid) ?? this.#track(uid, ref);
+    const { volumes, errors } = resolveVolumes(pod, this.#o.kubeletRoot);
+    const files = project(pod, this.#settings);
+    const size = files.reduce((n, f) => n + f.bytes.length, 0);
+    if (size > this.#o.maxBytes) {
+      errors.push(new ProjectionError('TooLarge',
+        `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${this.#o.maxBytes}; files are left as they were`));
+    }
+    this.#reportResolution(t, errors);
+    this.#setVolumes(uid, t, volumes);
+    if (size > this.#o.maxBytes) return;
+    const fingerprint = fingerprintOf(files);
+    if (fingerprint !== t.fingerprint) {
+      t.owners = ownersOf(pod);
+      t.files = files;
+      t.fingerprint = fingerprint;
+      t.receivedAt = this.#o.clock.now();
+    }
+    if (t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint)) this.#queue.add(uid);
+  }
+
+  remove(pod: PodView): void {
+    if (pod.metadata?.uid) this.#untrack(pod.metadata.uid);
+  }
+
+  /** Node labels changed. Re-render everything when the set of files changes. */
+  setSettings(next: NodeSettings): void {
+    const prev = this.#settings;
+    this.#settings = next;
+    if (prev.envFile !== next.envFile || prev.dependentsFile !== next.dependentsFile) {
+      for (const t of this.#tracked.values()) {
+        t.files = project({ metadata: { ownerReferences: t.owners } }, next);
+        t.fingerprint = fingerprintOf(t.files);
+        t.receivedAt = this.#o.clock.now();
+      }
+    }
+    if (prev.paused && !next.paused) this.resyncAll();
+    else for (const [uid, t] of this.#tracked) if (t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint)) this.#queue.add(uid);
+  }
+
+  /** Verify every tracked volume on disk (periodic backstop for missed inotify events). */
+  resyncAll(): void {
+    for (const [uid, t] of this.#tracked) {
+      for (const v of t.volumes) t.verify.add(v.name);
+      this.#queue.add(uid);
+    }
+  }
+
+  appeared(dir: string): void {
+    this.#verify(dir);
+  }
+
+  changed(dir: string, name: string): void {
+    if (ALL_FILE_NAMES.includes(name) || name.startsWith('.ownerrefs-tmp.')) this.#verify(dir);
+  }
+
+  async close(): Promise<void> {
+    await this.#queue.drain();
+    await this.#dirs.close();
+  }
+
+  #verify(dir: string): void {
+    const at = this.#byDir.get(dir);
+    const t = at && this.#tracked.get(at.uid);
+    if (!at || !t) return;
+    t.verify.add(at.volume);
+    this.#queue.add(at.uid);
+  }
+
+  #track(uid: string, pod: InvolvedObject): Tracked {
+    const t: Tracked = { pod, owners: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), reported: '', receivedAt: 0 };
+    this.#tracked.set(uid, t);
+    this.#o.metrics.podsTracked.set(this.#tracked.size);
+    return t;
+  }
+
+  #untrack(uid: string): void {
+    const t = this.#tracked.get(uid);
+    if (!t) return;
+    this.#setVolumes(uid, t, []);
+    this.#tracked.delete(uid);
+    this.#queue.forget(uid);
+    this.#logLimiter.forget(uid);
+    this.#o.metrics.podsTracked.set(this.#tracked.size);
+  }
+
+  #setVolumes(uid: string, t: Tracked, volumes: ResolvedVolume[]): void {
+    const dirOf = (v: ResolvedVolume) => path.join(v.target.root, ...v.target.components);
+    const keep = new Set(volumes.map(dirOf));
+    for (const v of t.volumes) {
+      const dir = dirOf(v);
+      if (keep.has(dir)) continue;
+      this.#byDir.delete(dir);
+      this.#dirs.unwatch(dir);
+      t.synced.delete(v.name);
+      this.#o.metrics.volumesTracked.dec();
+    }
+    for (const v of volumes) {
+      const dir = dirOf(v);
+      if (this.#byDir.has(dir)) continue;
+      this.#byDir.set(dir, { uid, volume: v.name });
+      t.verify.add(v.name); // first sync after (re)start always checks disk: heals crashes
+      this.#dirs.watch(dir);
+      this.#o.metrics.volumesTracked.inc();
+    }
+    t.volumes = volumes;
+  }
+
+  async #process(uid: string): Promise<void> {
+    const t = this.#tracked.get(uid);
+    if (!t || this.#settings.paused) return;
+    const remove = [
+      ...(this.#settings.envFile ? [] : [FILES.env]),
+      ...(this.#settings.dependentsFile ? [] : [FILES.dependents]),
+    ];
+    let failed = false;
+    for (const v of t.volumes) {
+      const { fingerprint, files } = t;
+      if (t.synced.get(v.name) === fingerprint && !t.verify.has(v.name)) continue;
+      t.verify.delete(v.name);
+      try {
+        const r = await this.#o.writer.sync(v.target, files, remove);
+        if (this.#tracked.get(uid) !== t) return; // deleted meanwhile
+        t.synced.set(v.name, fingerprint);
+        this.#o.metrics.fileWrites.inc(r.written.length);
+        this.#o.metrics.fileUnchanged.inc(r.unchanged.length);
+        this.#o.metrics.lastSync.set(this.#o.clock.now() / 1000);
+        if (r.written.length > 0) {
+          if (fingerprint === t.fingerprint) this.#o.metrics.latency.observe((this.#o.clock.now() - t.receivedAt) / 1000);
+          this.#o.log.debug({ [F.pod]: podKey(t), [F.volume]: v.name, [F.written]: r.written, [F.removed]: r.removed }, 'projected');
+        }
+      } catch (err) {
+        const e = err instanceof ProjectionError
+          ? err.withContext({ pod: podKey(t), volume: v.name })
+          : new ProjectionError('WriteFailed', String(err), { pod: podKey(t), volume: v.name }, err);
+        t.synced.delete(v.name);
+        // Not there yet (or torn down): the directory watch brings us back. Not misuse.
+        if (e.reason === 'VolumeNotFound') continue;
+        failed = true;
+        this.#report(t, e);
+      }
+    }
+    if (failed) this.#queue.retry(uid);
+    else this.#queue.forget(uid);
+  }
+
+  #reportResolution(t: Tracked, errors: ProjectionError[]): void {
+    const key = errors.map((e) => e.reason + e.message).join('\n');
+    if (key === t.reported) return;
+    t.reported = key;
+    for (const e of errors) this.#report(t, e.withContext({ pod: podKey(t) }));
+  }
+
+  #report(t: Tracked, e: ProjectionError): void {
+    this.#o.metrics.failures.inc({ reason: e.reason });
+    const suppressed = this.#logLimiter.take(t.pod.uid ?? podKey(t));
+    if (suppressed !== null) {
+      this.#o.log.warn({
+        [F.pod]: podKey(t), [F.podUID]: t.pod.uid, [F.volume]: e.context.volume, [F.file]: e.context.file,
+        [F.reason]: e.reason, [F.err]: e.cause ?? e, [F.suppressed]: suppressed || undefined,
+      }, e.message);
+    }
+    const where = e.context.volume ? `volume ${describe(e.context.volume)}: ` : '';
+    if (!this.#o.events.warn(t.pod, REASON_PROJECTION_FAILED, `${e.reason}: ${where}${e.message}`)) {
+      this.#o.metrics.eventsDropped.inc();
+    }
+  }
+}
+
+function podKey(t: Tracked): string {
+  return `${t.pod.namespace ?? ''}/${t.pod.name}`;
+}
+
+function fingerprintOf(files: readonly ProjectedFile[]): string {
+  return files.map((f) => `${f.path}\0${f.mode}\0${f.bytes.toString('latin1')}`).join('\0\0');
+}

@@ -1,0 +1,108 @@
+// Policy: which directories a pod's annotation asks for, validated before any of
+// it becomes a path. Everything here is pod-controlled input.
+
+import { ProjectionError } from './errors.ts';
+import type { VolumeTarget } from './writer.ts';
+
+export const ANNOTATION_VOLUME = 'ownerrefs.dev/volume';
+export const ANNOTATION_MIRROR = 'kubernetes.io/config.mirror';
+export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
+
+/** At most this many volumes per pod; more is refused as InvalidAnnotation. */
+export const MAX_VOLUMES_PER_POD = 8;
+
+// Kubernetes requires volume names to be DNS-1123 labels.
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+// UIDs are opaque strings to Kubernetes; apiserver UIDs are UUIDs and static-pod
+// UIDs are hashes. We accept one safe path component: no '/', no leading dot.
+const UID_GRAMMAR = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+export interface PodVolumesView {
+  metadata?: {
+    uid?: string | undefined;
+    annotations?: Record<string, string> | null | undefined;
+  } | undefined;
+  spec?: { volumes?: readonly { name: string; emptyDir?: unknown }[] | null | undefined } | undefined;
+}
+
+export interface ResolvedVolume {
+  name: string;
+  target: VolumeTarget;
+}
+
+export interface VolumeResolution {
+  volumes: ResolvedVolume[];
+  /** Per-volume or whole-annotation problems; the valid volumes are still served. */
+  errors: ProjectionError[];
+}
+
+/** True when the pod opted in; pods without the annotation cost nothing further. */
+export function optedIn(pod: PodVolumesView): boolean {
+  return pod.metadata?.annotations?.[ANNOTATION_VOLUME] !== undefined;
+}
+
+/** Parse the annotation value: a comma-separated list of volume names. */
+export function parseVolumeList(value: string): { names: string[]; errors: ProjectionError[] } {
+  const names: string[] = [];
+  const errors: ProjectionError[] = [];
+  const parts = value.split(',').map((p) => p.trim());
+  if (parts.length > MAX_VOLUMES_PER_POD) {
+    errors.push(new ProjectionError('InvalidAnnotation',
+      `${ANNOTATION_VOLUME} lists ${parts.length} volumes; at most ${MAX_VOLUMES_PER_POD} are allowed`));
+    return { names, errors };
+  }
+  for (const p of parts) {
+    if (!DNS1123_LABEL.test(p)) {
+      errors.push(new ProjectionError('InvalidAnnotation',
+        `${ANNOTATION_VOLUME}: ${describe(p)} is not a valid volume name (lower-case DNS-1123 label, at most 63 characters); ` +
+        'set it to the name of an emptyDir volume, or a comma-separated list of them'));
+    } else if (!names.includes(p)) {
+      names.push(p);
+    }
+  }
+  return { names, errors };
+}
+
+/** The on-disk pod directory name: the mirror annotation for static pods, else metadata.uid. */
+export function diskUID(pod: PodVolumesView): { uid?: string; error?: ProjectionError } {
+  const mirror = pod.metadata?.annotations?.[ANNOTATION_MIRROR];
+  const uid = mirror ?? pod.metadata?.uid ?? '';
+  if (!UID_GRAMMAR.test(uid)) {
+    return {
+      error: new ProjectionError('InvalidMirrorUID',
+        `${mirror !== undefined ? ANNOTATION_MIRROR : 'metadata.uid'} ${describe(uid)} is not a valid pod UID`),
+    };
+  }
+  return { uid };
+}
+
+export function resolveVolumes(pod: PodVolumesView, kubeletRoot: string): VolumeResolution {
+  const value = pod.metadata?.annotations?.[ANNOTATION_VOLUME];
+  if (value === undefined) return { volumes: [], errors: [] };
+  const { names, errors } = parseVolumeList(value);
+  const { uid, error } = diskUID(pod);
+  if (error || uid === undefined) return { volumes: [], errors: [...errors, ...(error ? [error] : [])] };
+  const declared = pod.spec?.volumes ?? [];
+  const volumes: ResolvedVolume[] = [];
+  for (const name of names) {
+    const v = declared.find((d) => d.name === name);
+    if (!v) {
+      errors.push(new ProjectionError('VolumeNotDeclared',
+        `${ANNOTATION_VOLUME} names volume "${name}", but the pod has no volume of that name; add an emptyDir volume "${name}" to spec.volumes`,
+        { volume: name }));
+    } else if (v.emptyDir === undefined || v.emptyDir === null) {
+      errors.push(new ProjectionError('UnsupportedVolumeType',
+        `volume "${name}" is not an emptyDir; the agent only writes into emptyDir volumes (use emptyDir: {medium: Memory})`,
+        { volume: name }));
+    } else {
+      volumes.push({ name, target: { root: kubeletRoot, components: ['pods', uid, 'volumes', EMPTY_DIR_PLUGIN, name] } });
+    }
+  }
+  return { volumes, errors };
+}
+
+/** Quote pod-controlled text for messages, bounded so it cannot flood logs or Events. */
+export function describe(s: string, max = 80): string {
+  const shown = s.length > max ? s.slice(0, max) + `…(${s.length} chars)` : s;
+  return JSON.stringify(shown);
+}

@@ -1,0 +1,231 @@
+/**
+ * VolumeWriter: the only code in the agent that touches a volume directory.
+ *
+ * The directory is writable by the pod, so every name in it may have been planted
+ * by a hostile author. The writer therefore never resolves a path through the
+ * volume by name: it holds a descriptor to the directory and works relative to it
+ * (through /proc/self/fd/N/<name>, Node's stand-in for the *at() syscalls).
+ *
+ * On-disk layout (emptyDir mode; <root> is the trusted kubelet root):
+ *
+ *   <root>/pods/<podUID>/volumes/kubernetes.io~empty-dir/<volume>/   (0777, pod-writable)
+ *   ├── ownerReferences              regular file, 0644, agent-owned
+ *   ├── ownerReferences.env          (optional, node label)
+ *   ├── dependentOwnerReferences     (optional, node label)
+ *   └── .ownerrefs-tmp.<file>        transient: exists only between steps 4 and 7
+ *
+ * Each file is replaced on its own by write-to-temporary + rename, so a reader sees
+ * the old bytes or the new bytes, never a partial, empty or missing file. (The
+ * kubelet's `..data` symlink swap gives cross-file snapshots, but needs recursive
+ * clean-up of old generations in a pod-writable directory, which is the shape of
+ * CVE-2017-1002102; our files are independent, so per-file atomicity is enough.)
+ * Temporary names are fixed per file, so a crash leaves at most one per file and
+ * the next sync removes it without listing a directory the pod can fill.
+ *
+ * Algorithm of sync(target, files, remove):
+ *   1. Open <root>, then each component below it, one at a time, with
+ *      O_DIRECTORY|O_NOFOLLOW relative to the previous descriptor. ENOENT means the
+ *      kubelet has not made the volume (never create it); ELOOP/ENOTDIR mean a
+ *      symlink or non-directory on the way: refuse.
+ *   2. Remove temporaries left by an earlier crash (unlink never follows links).
+ *   3. For each file, lstat its name; if it is a regular agent-owned file with the
+ *      wanted mode and size, open it O_NOFOLLOW|O_NONBLOCK, check it is still the
+ *      same inode, and compare bytes. Equal: leave it alone.
+ *   4. Create the temporary with O_CREAT|O_EXCL|O_NOFOLLOW (a planted name fails EEXIST).
+ *   5. Write all bytes; fchmod the descriptor (umask-proof, never chmod by path).
+ *   6. Close the temporary.
+ *   7. rename(temporary, name): atomic replace; a symlink at the name is replaced,
+ *      not followed; a directory there fails and is reported as NameTaken.
+ *   8. Unlink names in `remove` that are agent-owned regular files (a file turned off).
+ *   9. Close the directory descriptor: nothing is held in a pod's volume between syncs.
+ *  On failure after step 4 the temporary is unlinked, and the old file is untouched.
+ */
+
+import { constants as C, type Stats } from 'node:fs';
+import fs from 'node:fs/promises';
+import type { ProjectedFile } from '../projections/index.ts';
+import { errnoOf, ProjectionError, type FailureReason } from './errors.ts';
+
+/** Where to write: a trusted absolute root plus components that must each be a real directory. */
+export interface VolumeTarget {
+  root: string;
+  components: readonly string[];
+}
+
+export interface SyncResult {
+  written: string[];
+  unchanged: string[];
+  removed: string[];
+}
+
+/** The seam the agent uses; tests may pass a fake. */
+export interface VolumeWriter {
+  sync(target: VolumeTarget, files: readonly ProjectedFile[], remove?: readonly string[]): Promise<SyncResult>;
+}
+
+const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
+const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
+const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
+
+export const TEMP_PREFIX = '.ownerrefs-tmp.';
+
+/** A single path component we are willing to resolve: no separators, no dot names. */
+export function isSafeComponent(c: string): boolean {
+  return c.length > 0 && c.length <= 255 && c !== '.' && c !== '..' && !c.includes('/') && !c.includes('\0');
+}
+
+export class FsVolumeWriter implements VolumeWriter {
+  readonly #uid: number;
+
+  /** `uid`: the owner of files this agent writes (default: our own uid). */
+  constructor(opts: { uid?: number } = {}) {
+    this.#uid = opts.uid ?? process.getuid?.() ?? 0;
+  }
+
+  async sync(target: VolumeTarget, files: readonly ProjectedFile[], remove: readonly string[] = []): Promise<SyncResult> {
+    for (const f of [...files.map((x) => x.path), ...remove]) {
+      if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(f)}`, { file: f });
+    }
+    const dir = await openDirectory(target); // step 1
+    const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
+    const result: SyncResult = { written: [], unchanged: [], removed: [] };
+    try {
+      for (const f of files) await unlinkIfPresent(at(TEMP_PREFIX + f.path), f.path); // step 2
+      for (const f of files) {
+        if (await this.#isCurrent(at(f.path), f)) { // step 3
+          result.unchanged.push(f.path);
+          continue;
+        }
+        await replaceFile(at(TEMP_PREFIX + f.path), at(f.path), f); // steps 4-7
+        result.written.push(f.path);
+      }
+      for (const name of remove) { // step 8
+        const st = await lstatOrNull(at(name), name);
+        if (st?.isFile() && st.uid === this.#uid) {
+          await unlinkIfPresent(at(name), name);
+          result.removed.push(name);
+        }
+      }
+    } finally {
+      await dir.close(); // step 9
+    }
+    return result;
+  }
+
+  async #isCurrent(path: string, f: ProjectedFile): Promise<boolean> {
+    const st = await lstatOrNull(path, f.path);
+    if (!st || !this.#ours(st, f)) return false;
+    let fh: fs.FileHandle;
+    try {
+      fh = await fs.open(path, READ_FLAGS);
+    } catch (err) {
+      // Swapped for a link or removed since lstat: just replace it.
+      if (['ELOOP', 'ENOENT', 'ENXIO'].includes(errnoOf(err) ?? '')) return false;
+      throw ioError(err, f.path, 'reading');
+    }
+    try {
+      const now = await fh.stat();
+      if (now.ino !== st.ino || now.dev !== st.dev || !this.#ours(now, f)) return false;
+      const buf = Buffer.alloc(f.bytes.length + 1);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      return bytesRead === f.bytes.length && buf.subarray(0, bytesRead).equals(f.bytes);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  #ours(st: Stats, f: ProjectedFile): boolean {
+    return st.isFile() && st.uid === this.#uid && (st.mode & 0o7777) === f.mode && st.size === f.bytes.length;
+  }
+}
+
+async function openDirectory(target: VolumeTarget): Promise<fs.FileHandle> {
+  let dir: fs.FileHandle;
+  try {
+    dir = await fs.open(target.root, C.O_RDONLY | C.O_DIRECTORY); // the root is trusted configuration
+  } catch (err) {
+    throw dirError(err, target.root);
+  }
+  for (const c of target.components) {
+    if (!isSafeComponent(c)) {
+      await dir.close();
+      throw new ProjectionError('UnsafePath', `refusing path component ${JSON.stringify(c)}`);
+    }
+    try {
+      const next = await fs.open(`/proc/self/fd/${dir.fd}/${c}`, DIR_FLAGS);
+      await dir.close();
+      dir = next;
+    } catch (err) {
+      await dir.close();
+      throw dirError(err, c);
+    }
+  }
+  return dir;
+}
+
+function dirError(err: unknown, component: string): ProjectionError {
+  const code = errnoOf(err);
+  if (code === 'ENOENT') return new ProjectionError('VolumeNotFound', `volume directory not present (${component} missing)`, {}, err);
+  if (code === 'ELOOP' || code === 'ENOTDIR') {
+    return new ProjectionError('UnsafePath', `${component} is a symlink or not a directory; refusing to follow it`, {}, err);
+  }
+  return new ProjectionError('WriteFailed', `cannot open ${component}: ${code ?? String(err)}`, {}, err);
+}
+
+async function replaceFile(tmp: string, final: string, f: ProjectedFile): Promise<void> {
+  let fh: fs.FileHandle;
+  try {
+    fh = await fs.open(tmp, CREATE_FLAGS, 0o600); // step 4
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST') {
+      // Step 2 removed it, so something raced us to the name: refuse rather than loop.
+      throw new ProjectionError('NameTaken', `temporary name for ${f.path} was re-created concurrently`, { file: f.path }, err);
+    }
+    throw ioError(err, f.path, 'creating a temporary for');
+  }
+  try {
+    try {
+      await fh.write(f.bytes, 0, f.bytes.length, 0); // step 5 (FileHandle.write loops on short writes)
+      await fh.chmod(f.mode);
+    } finally {
+      await fh.close(); // step 6
+    }
+    await fs.rename(tmp, final); // step 7
+  } catch (err) {
+    await unlinkIfPresent(tmp, f.path).catch(() => undefined);
+    const code = errnoOf(err);
+    if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
+      throw new ProjectionError('NameTaken', `${f.path} exists and is a directory; delete it so the agent can write the file`, { file: f.path }, err);
+    }
+    throw ioError(err, f.path, 'writing');
+  }
+}
+
+async function lstatOrNull(path: string, name: string): Promise<Stats | null> {
+  try {
+    return await fs.lstat(path);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(err, name, 'inspecting');
+  }
+}
+
+async function unlinkIfPresent(path: string, name: string): Promise<void> {
+  try {
+    await fs.unlink(path);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT') return;
+    if (code === 'EISDIR' || code === 'EPERM') {
+      throw new ProjectionError('NameTaken', `${name}: a directory occupies a name the agent uses`, { file: name }, err);
+    }
+    throw ioError(err, name, 'removing');
+  }
+}
+
+function ioError(err: unknown, file: string, doing: string): ProjectionError {
+  const code = errnoOf(err);
+  // The directory vanished under us (kubelet tore the volume down): not a write failure.
+  const reason: FailureReason = code === 'ENOENT' ? 'VolumeNotFound' : 'WriteFailed';
+  return new ProjectionError(reason, `${doing} ${file} failed: ${code ?? String(err)}`, { file }, err);
+}

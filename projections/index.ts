@@ -1,0 +1,40 @@
+// project(): pod -> the files the agent keeps in each of the pod's volumes.
+// Pure: no I/O, no clock. Mechanism (writer) and policy (agent) live elsewhere.
+
+import { renderEnvLine, ENV_VAR_NAME } from './env.ts';
+import { renderDependentsJson, renderOwnerReferencesJson } from './ownerreferences.ts';
+import type { OwnerReference, PodMeta, ProjectedFile, ProjectionOptions } from './types.ts';
+
+export type { OwnerReference, PodMeta, ProjectedFile, ProjectionOptions } from './types.ts';
+
+/** File names inside the volume. Fixed: nothing pod-controlled ever becomes a path. */
+export const FILES = {
+  ownerReferences: 'ownerReferences',
+  env: 'ownerReferences.env',
+  dependents: 'dependentOwnerReferences',
+} as const;
+
+export const ALL_FILE_NAMES: readonly string[] = Object.values(FILES);
+
+/** Readable by any uid in the pod; never writable by it. */
+export const FILE_MODE = 0o644;
+
+export const DEFAULT_PROJECTION_OPTIONS: ProjectionOptions = { envFile: true, dependentsFile: true };
+
+export function ownersOf(pod: PodMeta): readonly OwnerReference[] {
+  return pod.metadata?.ownerReferences ?? [];
+}
+
+/** The files for this pod, in a stable order. Disabled files are simply absent. */
+export function project(pod: PodMeta, opts: ProjectionOptions = DEFAULT_PROJECTION_OPTIONS): ProjectedFile[] {
+  const owners = ownersOf(pod);
+  const json = renderOwnerReferencesJson(owners);
+  const files: ProjectedFile[] = [file(FILES.ownerReferences, json)];
+  if (opts.envFile) files.push(file(FILES.env, renderEnvLine(ENV_VAR_NAME, json)));
+  if (opts.dependentsFile) files.push(file(FILES.dependents, renderDependentsJson(owners)));
+  return files;
+}
+
+function file(path: string, text: string): ProjectedFile {
+  return { path, bytes: Buffer.from(text, 'utf8'), mode: FILE_MODE };
+}
