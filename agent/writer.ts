@@ -39,6 +39,7 @@
  *   8. Unlink names in `remove` that are agent-owned regular files (a file turned off).
  *   9. Close the directory descriptor: nothing is held in a pod's volume between syncs.
  *  On failure after step 4 the temporary is unlinked, and the old file is untouched.
+ *  A failure on one file does not stop the others; the first failure is thrown at the end.
  */
 
 import { constants as C, type Stats } from 'node:fs';
@@ -89,26 +90,40 @@ export class FsVolumeWriter implements VolumeWriter {
     const dir = await openDirectory(target); // step 1
     const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
     const result: SyncResult = { written: [], unchanged: [], removed: [] };
+    let firstError: unknown;
+    // One bad name (say, a directory planted at it) must not stop the other files.
+    const each = async (name: string, op: () => Promise<void>) => {
+      try {
+        await op();
+      } catch (err) {
+        firstError ??= err instanceof ProjectionError ? err.withContext({ file: name }) : err;
+      }
+    };
     try {
-      for (const f of files) await unlinkIfPresent(at(TEMP_PREFIX + f.path), f.path); // step 2
+      for (const f of files) await each(f.path, () => unlinkIfPresent(at(TEMP_PREFIX + f.path), f.path)); // step 2
       for (const f of files) {
-        if (await this.#isCurrent(at(f.path), f)) { // step 3
-          result.unchanged.push(f.path);
-          continue;
-        }
-        await replaceFile(at(TEMP_PREFIX + f.path), at(f.path), f); // steps 4-7
-        result.written.push(f.path);
+        await each(f.path, async () => {
+          if (await this.#isCurrent(at(f.path), f)) { // step 3
+            result.unchanged.push(f.path);
+            return;
+          }
+          await replaceFile(at(TEMP_PREFIX + f.path), at(f.path), f); // steps 4-7
+          result.written.push(f.path);
+        });
       }
       for (const name of remove) { // step 8
-        const st = await lstatOrNull(at(name), name);
-        if (st?.isFile() && st.uid === this.#uid) {
-          await unlinkIfPresent(at(name), name);
-          result.removed.push(name);
-        }
+        await each(name, async () => {
+          const st = await lstatOrNull(at(name), name);
+          if (st?.isFile() && st.uid === this.#uid) {
+            await unlinkIfPresent(at(name), name);
+            result.removed.push(name);
+          }
+        });
       }
     } finally {
       await dir.close(); // step 9
     }
+    if (firstError !== undefined) throw firstError;
     return result;
   }
 

@@ -1,0 +1,174 @@
+import { execFileSync } from 'node:child_process';
+import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ProjectionError } from '../../agent/errors.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/writer.ts';
+import { ALL_FILE_NAMES, FILES, project } from '../../projections/index.ts';
+import { owner, pod } from '../support/fixtures.ts';
+import { startReader } from '../support/reader.ts';
+import { makeVolume, snapshot, tmpDir } from '../support/tmpdir.ts';
+
+const UID = '11111111-2222-4333-8444-555555555555';
+const target = (root: string, name = 'podinfo'): VolumeTarget => ({
+  root, components: ['pods', UID, 'volumes', 'kubernetes.io~empty-dir', name],
+});
+const files = (name = 'owner') => project(pod({ owners: [owner({ name })] }));
+const writer = new FsVolumeWriter();
+
+async function syncError(p: Promise<unknown>): Promise<ProjectionError> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(ProjectionError);
+  return err as ProjectionError;
+}
+
+/** A root with a volume and, beside it, an "outside" file a hostile pod would love to hit. */
+function setup() {
+  const base = tmpDir();
+  const root = path.join(base, 'kubelet');
+  const vol = makeVolume(root, UID);
+  const outside = path.join(base, 'outside');
+  mkdirSync(outside);
+  writeFileSync(path.join(outside, 'secret'), 'host data');
+  return { base, root, vol, outside };
+}
+
+describe('FsVolumeWriter', () => {
+  it('writes every file 0644 with the exact bytes and leaves no temporary behind', async () => {
+    const { root, vol } = setup();
+    const want = files();
+    const r = await writer.sync(target(root), want);
+    expect(r.written.sort()).toEqual([...ALL_FILE_NAMES].sort());
+    expect(readdirSync(vol).sort()).toEqual([...ALL_FILE_NAMES].sort());
+    for (const f of want) {
+      expect(readFileSync(path.join(vol, f.path))).toEqual(f.bytes);
+      expect(statSync(path.join(vol, f.path)).mode & 0o7777).toBe(0o644);
+    }
+  });
+
+  it('does not rewrite when bytes are unchanged', async () => {
+    const { root, vol } = setup();
+    await writer.sync(target(root), files());
+    const inode = statSync(path.join(vol, FILES.ownerReferences)).ino;
+    const r = await writer.sync(target(root), files());
+    expect(r.written).toEqual([]);
+    expect(r.unchanged).toHaveLength(3);
+    expect(statSync(path.join(vol, FILES.ownerReferences)).ino).toBe(inode);
+  });
+
+  it.each([
+    { what: 'deleted', spoil: (p: string) => rmSync(p) },
+    { what: 'overwritten with other bytes', spoil: (p: string) => writeFileSync(p, 'tampered') },
+    { what: 'blanked', spoil: (p: string) => writeFileSync(p, '') },
+    { what: 'made writable', spoil: (p: string) => execFileSync('chmod', ['666', p]) },
+    { what: 'replaced by a file the pod owns', spoil: (p: string) => chownSync(p, 4242, 4242) },
+  ])('restores a file the pod $what', async ({ spoil }) => {
+    const { root, vol } = setup();
+    const want = files();
+    await writer.sync(target(root), want);
+    const p = path.join(vol, FILES.ownerReferences);
+    spoil(p);
+    const r = await writer.sync(target(root), want);
+    expect(r.written).toEqual([FILES.ownerReferences]);
+    expect(readFileSync(p)).toEqual(want[0]!.bytes);
+    expect(lstatSync(p).uid).toBe(process.getuid!());
+  });
+
+  it('never shows a reader a torn, empty or missing file across many updates', async () => {
+    const { root, vol } = setup();
+    const versions = Array.from({ length: 300 }, (_, i) => files(`gen-${i}-${'x'.repeat(i * 7)}`));
+    await writer.sync(target(root), versions[0]!);
+    const allowed = Object.fromEntries(ALL_FILE_NAMES.map((n) => [
+      path.join(vol, n), versions.map((v) => v.find((f) => f.path === n)!.bytes.toString('utf8')),
+    ]));
+    const reader = await startReader(allowed);
+    for (const v of versions.slice(1)) await writer.sync(target(root), v);
+    const stats = await reader.stop();
+    expect(stats.reads).toBeGreaterThan(0);
+    expect(stats).toMatchObject({ missing: 0, torn: 0 });
+  });
+
+  const names = [...ALL_FILE_NAMES, ...ALL_FILE_NAMES.map((n) => TEMP_PREFIX + n)];
+  it.each(names)('does not follow a symlink planted at %s', async (name) => {
+    const { base, root, vol, outside } = setup();
+    symlinkSync(path.join(outside, 'secret'), path.join(vol, name));
+    const before = snapshot(outside);
+    await writer.sync(target(root), files());
+    expect(snapshot(outside)).toEqual(before);
+    for (const n of ALL_FILE_NAMES) expect(lstatSync(path.join(vol, n)).isFile()).toBe(true);
+    expect(readdirSync(base).sort()).toEqual(['kubelet', 'outside']);
+  });
+
+  it('reports NameTaken for a directory at a file name and still writes the other files', async () => {
+    const { root, vol, outside } = setup();
+    mkdirSync(path.join(vol, FILES.env));
+    writeFileSync(path.join(vol, FILES.env, 'inner'), 'x');
+    const before = snapshot(outside);
+    const err = await syncError(writer.sync(target(root), files()));
+    expect(err.reason).toBe('NameTaken');
+    expect(err.context.file).toBe(FILES.env);
+    expect(lstatSync(path.join(vol, FILES.ownerReferences)).isFile()).toBe(true);
+    expect(lstatSync(path.join(vol, FILES.dependents)).isFile()).toBe(true);
+    expect(readFileSync(path.join(vol, FILES.env, 'inner'), 'utf8')).toBe('x');
+    expect(snapshot(outside)).toEqual(before);
+  });
+
+  it('replaces a FIFO planted at a file name without blocking on it', async () => {
+    const { root, vol } = setup();
+    execFileSync('mkfifo', [path.join(vol, FILES.ownerReferences)]);
+    await writer.sync(target(root), files());
+    expect(lstatSync(path.join(vol, FILES.ownerReferences)).isFile()).toBe(true);
+  });
+
+  it.each([
+    { where: 'the volume directory', at: (root: string) => path.join(root, 'pods', UID, 'volumes', 'kubernetes.io~empty-dir', 'podinfo') },
+    { where: 'the pod directory', at: (root: string) => path.join(root, 'pods', UID) },
+    { where: 'the pods directory', at: (root: string) => path.join(root, 'pods') },
+  ])('refuses a symlink at $where and writes nothing outside', async ({ at }) => {
+    const { base, root, outside } = setup();
+    const link = at(root);
+    rmSync(link, { recursive: true });
+    // Point the link at a tree that has the rest of the path, so following it would succeed.
+    const decoy = path.join(outside, 'decoy');
+    mkdirSync(path.join(decoy, path.relative(link, path.join(root, 'pods', UID, 'volumes', 'kubernetes.io~empty-dir', 'podinfo'))), { recursive: true });
+    symlinkSync(decoy, link);
+    const before = snapshot(base);
+    const err = await syncError(writer.sync(target(root), files()));
+    expect(err.reason).toBe('UnsafePath');
+    expect(snapshot(base)).toEqual(before);
+  });
+
+  it('reports VolumeNotFound and creates nothing when the kubelet has not made the directory', async () => {
+    const { base, root } = setup();
+    const before = snapshot(base);
+    const err = await syncError(writer.sync(target(root, 'other'), files()));
+    expect(err.reason).toBe('VolumeNotFound');
+    expect(snapshot(base)).toEqual(before);
+  });
+
+  it('removes temporaries left by a crash', async () => {
+    const { root, vol } = setup();
+    for (const n of ALL_FILE_NAMES) writeFileSync(path.join(vol, TEMP_PREFIX + n), 'half-writ');
+    await writer.sync(target(root), files());
+    expect(readdirSync(vol).sort()).toEqual([...ALL_FILE_NAMES].sort());
+  });
+
+  it('removes a turned-off file it owns, but not one the pod owns or a directory', async () => {
+    const { root, vol } = setup();
+    await writer.sync(target(root), files());
+    let r = await writer.sync(target(root), files().slice(0, 1), [FILES.env]);
+    expect(r.removed).toEqual([FILES.env]);
+    expect(readdirSync(vol).sort()).toEqual([FILES.dependents, FILES.ownerReferences].sort());
+    chownSync(path.join(vol, FILES.dependents), 4242, 4242);
+    mkdirSync(path.join(vol, FILES.env));
+    r = await writer.sync(target(root), files().slice(0, 1), [FILES.env, FILES.dependents]);
+    expect(r.removed).toEqual([]);
+    expect(readdirSync(vol).sort()).toEqual([...ALL_FILE_NAMES].sort());
+  });
+
+  it.each(['..', '.', 'a/b', '', 'x\0y'])('refuses the path component %j', async (c) => {
+    const { root } = setup();
+    const err = await syncError(writer.sync({ root, components: ['pods', c] }, files()));
+    expect(err.reason).toBe('UnsafePath');
+  });
+});
