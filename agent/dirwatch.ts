@@ -7,6 +7,10 @@
 // watched through its deepest existing ancestor, and the watch moves down one level
 // each time the next component appears. Symlinks are never followed. inotify holds
 // no file descriptor in the watched directory.
+//
+// chokidar sets a watch up asynchronously, so a directory created between our
+// lstat and the watch being live would be missed: a target still pending is
+// re-checked shortly after each move, and then every PENDING_RECHECK_MS.
 
 import path from 'node:path';
 import fs from 'node:fs/promises';
@@ -26,6 +30,9 @@ export interface DirWatcher {
   close(): Promise<void>;
 }
 
+const SETTLE_RECHECK_MS = [100, 1_000];
+const PENDING_RECHECK_MS = 5_000;
+
 export class ChokidarDirWatcher implements DirWatcher {
   readonly #w: FSWatcher;
   readonly #root: string;
@@ -35,6 +42,8 @@ export class ChokidarDirWatcher implements DirWatcher {
   /** watched directory -> the targets it is watched for (indexes events: no scan of all targets). */
   readonly #users = new Map<string, Set<string>>();
   #closed = false;
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #pendingCheck: NodeJS.Timeout;
 
   /** `root`: targets are below it and it always exists (the kubelet root). */
   constructor(root: string, on: DirWatchEvents, onError: (err: unknown) => void) {
@@ -43,6 +52,9 @@ export class ChokidarDirWatcher implements DirWatcher {
     this.#w = watch([], { depth: 0, followSymlinks: false, ignoreInitial: true, atomic: false, persistent: false });
     this.#w.on('all', (ev, p) => this.#event(ev, path.resolve(p)));
     this.#w.on('error', onError);
+    this.#pendingCheck = setInterval(() => {
+      for (const [target, at] of this.#targets) if (at !== target) void this.#settle(target);
+    }, PENDING_RECHECK_MS).unref();
   }
 
   watch(dir: string): void {
@@ -61,6 +73,8 @@ export class ChokidarDirWatcher implements DirWatcher {
 
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#pendingCheck);
+    for (const t of this.#timers) clearTimeout(t);
     await this.#w.close();
   }
 
@@ -73,8 +87,17 @@ export class ChokidarDirWatcher implements DirWatcher {
       this.#targets.set(target, at);
       this.#acquire(at, target);
       if (prev) this.#release(prev, target);
+      if (at !== target) for (const ms of SETTLE_RECHECK_MS) this.#later(() => void this.#settle(target), ms);
     }
     if (at === target) this.#on.appeared(target);
+  }
+
+  #later(fn: () => void, ms: number): void {
+    const t = setTimeout(() => {
+      this.#timers.delete(t);
+      fn();
+    }, ms).unref();
+    this.#timers.add(t);
   }
 
   #acquire(dir: string, target: string): void {

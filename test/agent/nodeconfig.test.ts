@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS, settingsFromLabels } from '../../agent/nodeconfig.ts';
+
+describe('settingsFromLabels', () => {
+  it('uses defaults when no label is set: not paused, both optional files on', () => {
+    expect(settingsFromLabels({})).toEqual({ settings: { paused: false, envFile: true, dependentsFile: true }, invalid: [] });
+  });
+
+  it.each([
+    { labels: { 'ownerrefs.dev/paused': 'true' }, want: { paused: true } },
+    { labels: { 'ownerrefs.dev/env-file': 'false' }, want: { envFile: false } },
+    { labels: { 'ownerrefs.dev/dependents-file': 'false' }, want: { dependentsFile: false } },
+    { labels: { 'ownerrefs.dev/paused': 'false', 'other.io/x': 'y' }, want: { paused: false } },
+  ])('applies $labels', ({ labels, want }) => {
+    expect(settingsFromLabels(labels).settings).toEqual({ ...DEFAULT_SETTINGS, ...want });
+  });
+
+  it('returns to the default when a label is removed', () => {
+    const paused = settingsFromLabels({ 'ownerrefs.dev/paused': 'true' }).settings;
+    expect(settingsFromLabels({}, paused).settings.paused).toBe(false);
+  });
+
+  it.each(['yes', 'TRUE', '1', '', 'on'])('keeps the last good setting for the invalid value %j and says why', (value) => {
+    const last = { ...DEFAULT_SETTINGS, envFile: false };
+    const { settings, invalid } = settingsFromLabels({ 'ownerrefs.dev/env-file': value }, last);
+    expect(settings.envFile).toBe(false);
+    expect(invalid).toEqual([expect.objectContaining({ label: 'ownerrefs.dev/env-file', value })]);
+    expect(invalid[0]!.message).toMatch(/use "true" or "false"; keeping ownerrefs.dev\/env-file=false/);
+  });
+});

@@ -1,0 +1,177 @@
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS } from '../../agent/nodeconfig.ts';
+import { FILES } from '../../projections/index.ts';
+import { agentKit } from '../support/agentkit.ts';
+import { owner, pod } from '../support/fixtures.ts';
+import { makeVolume } from '../support/tmpdir.ts';
+import { waitFor } from '../support/wait.ts';
+
+const read = (vol: string, f: string = FILES.ownerReferences) => readFileSync(path.join(vol, f), 'utf8');
+const named = (vol: string, name: string) => async () => existsSync(path.join(vol, FILES.ownerReferences)) && read(vol).includes(`"name":"${name}"`);
+
+describe('Reconciler', () => {
+  it('writes the files of an opted-in pod into its volume', async () => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'ds-a' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.replace([p]);
+    await waitFor(named(vol, 'ds-a'));
+    expect(readdirSync(vol).sort()).toEqual([FILES.dependents, FILES.ownerReferences, FILES.env].sort());
+  });
+
+  it('ignores pods without the annotation', async () => {
+    const k = agentKit();
+    const p = pod({ annotation: undefined });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await k.reconciler.idle();
+    expect(readdirSync(vol)).toEqual([]);
+    expect(await k.metrics.registry.getSingleMetric('ownerrefs_pods_tracked')!.get()).toMatchObject({ values: [{ value: 0 }] });
+  });
+
+  it('follows owner changes: orphaning empties items, adoption restores them', async () => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'ds-a' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(named(vol, 'ds-a'));
+    k.reconciler.upsert({ ...p, metadata: { ...p.metadata, ownerReferences: [] } });
+    await waitFor(() => read(vol) === '{"kind":"OwnerReference","apiVersion":"meta/v1","items":[]}');
+    expect(read(vol, FILES.dependents)).toBe('[]');
+    k.reconciler.upsert(p);
+    await waitFor(named(vol, 'ds-a'));
+  });
+
+  it('does not write for churn that leaves the bytes unchanged', async () => {
+    const k = agentKit();
+    const p = pod();
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(() => existsSync(path.join(vol, FILES.ownerReferences)));
+    await k.reconciler.idle();
+    const writes = await k.writes();
+    const inode = statSync(path.join(vol, FILES.ownerReferences)).ino;
+    for (let i = 0; i < 50; i++) {
+      k.reconciler.upsert({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata!.annotations, [`churn-${i}`]: 'x' } } });
+    }
+    await k.reconciler.idle();
+    expect(await k.writes()).toBe(writes);
+    expect(statSync(path.join(vol, FILES.ownerReferences)).ino).toBe(inode);
+  });
+
+  it('writes once the kubelet creates the volume directory', async () => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'late' })] });
+    k.reconciler.upsert(p);
+    await k.reconciler.idle();
+    expect(existsSync(path.join(k.root, 'pods'))).toBe(false); // never created by the agent
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    await waitFor(named(vol, 'late'));
+  });
+
+  it.each([
+    { what: 'deletes', spoil: (f: string) => rmSync(f) },
+    { what: 'overwrites', spoil: (f: string) => writeFileSync(f, 'lies') },
+  ])('restores a file the pod $what', async ({ spoil }) => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'heal' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(named(vol, 'heal'));
+    spoil(path.join(vol, FILES.ownerReferences));
+    await waitFor(named(vol, 'heal'));
+  });
+
+  it('reports a misnamed volume once, as a Warning Event and one log line, and serves other pods', async () => {
+    const k = agentKit();
+    const bad = pod({ name: 'bad', annotation: 'nosuch' });
+    const good = pod({ name: 'good', owners: [owner({ name: 'fine' })] });
+    const vol = makeVolume(k.root, good.metadata!.uid!);
+    k.reconciler.replace([bad, good]);
+    for (let i = 0; i < 5; i++) k.reconciler.upsert({ ...bad, metadata: { ...bad.metadata, annotations: { ...bad.metadata!.annotations, rv: String(i) } } });
+    await waitFor(named(vol, 'fine'));
+    expect(k.events.sent).toEqual([{
+      obj: expect.objectContaining({ kind: 'Pod', name: 'bad', namespace: 'default' }),
+      reason: 'OwnerRefsProjectionFailed',
+      message: expect.stringMatching(/VolumeNotDeclared: volume "nosuch": .*add an emptyDir volume "nosuch"/),
+    }]);
+    const warnings = k.lines.filter((l) => l.level === 40);
+    expect(warnings).toEqual([expect.objectContaining({ pod: 'default/bad', volume: 'nosuch', reason: 'VolumeNotDeclared' })]);
+  });
+
+  it('retries a failing volume with backoff, reports it, and converges once fixed', async () => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'blocked' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    mkdirSync(path.join(vol, FILES.ownerReferences)); // a directory where our file goes
+    k.reconciler.upsert(p);
+    await waitFor(() => k.events.sent.some((e) => e.message.includes('NameTaken')));
+    rmSync(path.join(vol, FILES.ownerReferences), { recursive: true });
+    await waitFor(named(vol, 'blocked'));
+  });
+
+  it('refuses a pod whose files exceed the size limit and keeps the old files', async () => {
+    const k = agentKit({ maxBytes: 2048 });
+    const p = pod({ owners: [owner({ name: 'small' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(named(vol, 'small'));
+    k.reconciler.upsert({ ...p, metadata: { ...p.metadata, ownerReferences: Array.from({ length: 100 }, (_, i) => owner({ name: `o${i}` })) } });
+    await waitFor(() => k.events.sent.some((e) => e.message.startsWith('TooLarge')));
+    await k.reconciler.idle();
+    expect(read(vol)).toContain('"name":"small"');
+  });
+
+  it('holds writes while paused and catches up when resumed', async () => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'before' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(named(vol, 'before'));
+    k.reconciler.setSettings({ ...DEFAULT_SETTINGS, paused: true });
+    k.reconciler.upsert({ ...p, metadata: { ...p.metadata, ownerReferences: [owner({ name: 'after' })] } });
+    rmSync(path.join(vol, FILES.env)); // not even self-heal while paused
+    await k.reconciler.idle();
+    expect(read(vol)).toContain('"name":"before"');
+    expect(existsSync(path.join(vol, FILES.env))).toBe(false);
+    k.reconciler.setSettings(DEFAULT_SETTINGS);
+    await waitFor(named(vol, 'after'));
+    await waitFor(() => existsSync(path.join(vol, FILES.env)));
+  });
+
+  it('removes the env and dependents files when turned off and restores them when turned on', async () => {
+    const k = agentKit();
+    const p = pod();
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(() => readdirSync(vol).length === 3);
+    k.reconciler.setSettings({ ...DEFAULT_SETTINGS, envFile: false, dependentsFile: false });
+    await waitFor(() => readdirSync(vol).join() === FILES.ownerReferences);
+    k.reconciler.setSettings(DEFAULT_SETTINGS);
+    await waitFor(() => readdirSync(vol).length === 3);
+  });
+
+  it('leaves files alone when a pod is deleted or opts out', async () => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'gone' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(named(vol, 'gone'));
+    k.reconciler.remove(p);
+    rmSync(path.join(vol, FILES.env));
+    k.reconciler.resyncAll();
+    await k.reconciler.idle();
+    expect(readdirSync(vol).sort()).toEqual([FILES.dependents, FILES.ownerReferences].sort());
+  });
+
+  it('untracks pods missing from a relist', async () => {
+    const k = agentKit();
+    const a = pod();
+    const b = pod();
+    k.reconciler.replace([a, b]);
+    k.reconciler.replace([b]);
+    expect(await k.metrics.registry.getSingleMetric('ownerrefs_pods_tracked')!.get()).toMatchObject({ values: [{ value: 1 }] });
+  });
+});
