@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { WorkQueue } from '../../agent/queue.ts';
+import { KeyedRateLimiter } from '../../agent/ratelimit.ts';
+
+describe('WorkQueue', () => {
+  it('coalesces adds of a queued key and never runs one key twice at once', async () => {
+    const runs: string[] = [];
+    let active = 0;
+    let maxActive = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const q = new WorkQueue({
+      concurrency: 1,
+      async process(key) {
+        active++;
+        maxActive = Math.max(maxActive, active);
+        runs.push(key);
+        if (runs.length === 1) await gate;
+        active--;
+      },
+    });
+    q.add('a');
+    q.add('a'); // active: marked dirty, runs once more afterwards
+    q.add('a');
+    q.add('b');
+    q.add('b'); // queued: coalesced
+    expect(q.length).toBe(1); // just 'b'
+    release();
+    await q.idle();
+    expect(runs).toEqual(['a', 'b', 'a']);
+    expect(maxActive).toBe(1);
+  });
+
+  it('retries with a growing per-key delay and forgets on success', async () => {
+    const q = new WorkQueue({ concurrency: 1, process: async () => {}, retry: { initialMs: 10, maxMs: 1000 } });
+    const delays = [q.retry('k'), q.retry('k'), q.retry('k')];
+    expect(delays[1]!).toBeGreaterThanOrEqual(10);
+    expect(delays[2]!).toBeGreaterThanOrEqual(20);
+    q.forget('k');
+    expect(q.retry('k')).toBeLessThanOrEqual(10);
+    await q.drain();
+  });
+
+  it('drain waits for in-flight work and refuses new work', async () => {
+    let finished = false;
+    const q = new WorkQueue({ concurrency: 1, process: async () => { await new Promise((r) => setTimeout(r, 50)); finished = true; } });
+    q.add('x');
+    await q.drain();
+    expect(finished).toBe(true);
+    q.add('y');
+    expect(q.length).toBe(0);
+  });
+});
+
+describe('KeyedRateLimiter', () => {
+  it('allows a burst per key, then one per refill period, and counts what it suppressed', () => {
+    let now = 0;
+    const rl = new KeyedRateLimiter({ burst: 2, refillMs: 1000, clock: { now: () => now, setTimer: () => () => {} } });
+    expect([rl.take('p'), rl.take('p'), rl.take('p'), rl.take('p')]).toEqual([0, 0, null, null]);
+    expect(rl.take('other')).toBe(0);
+    now = 1000;
+    expect(rl.take('p')).toBe(2);
+    expect(rl.take('p')).toBeNull();
+  });
+
+  it('keeps memory bounded by forgetting the oldest keys', () => {
+    const rl = new KeyedRateLimiter({ burst: 1, refillMs: 1e9, maxKeys: 3 });
+    for (const k of ['a', 'b', 'c', 'd']) rl.take(k);
+    expect(rl.take('a')).toBe(0); // forgotten, so it starts with a full bucket again
+    expect(rl.take('d')).toBeNull();
+  });
+});

@@ -1,0 +1,165 @@
+import type { IncomingMessage } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiError, type ApiClient } from '../../agent/kube/client.ts';
+import { Reflector, type KubeObject, type RestartReason } from '../../agent/kube/reflector.ts';
+import { waitFor } from '../support/wait.ts';
+
+type Obj = KubeObject & { v?: number };
+const obj = (name: string, rv: string): Obj => ({ metadata: { name, uid: name, resourceVersion: rv } });
+
+/** An API double: lists come from `lists`; each watch opens a stream the test drives. */
+class FakeApi implements ApiClient {
+  lists: (() => { items: Obj[]; metadata: { resourceVersion: string } })[] = [];
+  listPaths: string[] = [];
+  watchPaths: string[] = [];
+  streams: PassThrough[] = [];
+  watchFailures: unknown[] = [];
+
+  async json<T>(_m: string, path: string): Promise<T> {
+    this.listPaths.push(path);
+    const next = this.lists.shift();
+    if (!next) throw new Error('no list scripted');
+    return next() as T;
+  }
+
+  async stream(path: string, signal: AbortSignal): Promise<IncomingMessage> {
+    this.watchPaths.push(path);
+    const fail = this.watchFailures.shift();
+    if (fail) throw fail;
+    const s = new PassThrough();
+    signal.addEventListener('abort', () => s.destroy(new Error('aborted')), { once: true });
+    this.streams.push(s);
+    return s as unknown as IncomingMessage;
+  }
+
+  send(type: string, object: unknown): void {
+    this.streams.at(-1)!.write(JSON.stringify({ type, object }) + '\n');
+  }
+}
+
+function start(api: FakeApi, opts: { stallMs?: number } = {}) {
+  const seen = { replaced: [] as string[][], upserts: [] as string[], removes: [] as string[], starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[] };
+  const r = new Reflector<Obj>({
+    resource: 'things',
+    path: '/api/v1/things?fieldSelector=x%3Dy',
+    client: api,
+    handler: {
+      replace: (items) => seen.replaced.push(items.map((i) => i.metadata!.name!)),
+      upsert: (o) => seen.upserts.push(o.metadata!.name!),
+      remove: (o) => seen.removes.push(o.metadata!.name!),
+    },
+    observer: { watchStarted: (r) => seen.starts.push(r), relisted: (r) => seen.relists.push(r), failed: (_e, ms) => seen.backoffs.push(ms) },
+    random: () => 1,
+    stallMs: opts.stallMs ?? 60_000,
+    backoff: { initialMs: 10, maxMs: 80, resetAfterMs: 60_000 },
+  });
+  const ac = new AbortController();
+  const done = r.run(ac.signal);
+  running.push(async () => {
+    ac.abort();
+    await done;
+  });
+  return { r, seen };
+}
+const running: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const stop of running.splice(0)) await stop();
+});
+const list = (rv: string, ...names: string[]) => () => ({ items: names.map((n) => obj(n, rv)), metadata: { resourceVersion: rv } });
+const param = (path: string, key: string) => new URLSearchParams(path.split('?')[1]).get(key);
+
+describe('Reflector', () => {
+  it('lists from the watch cache, then watches from that resourceVersion with bookmarks and a 5-10 min server timeout', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100', 'a', 'b'));
+    const { r, seen } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    expect(param(api.listPaths[0]!, 'resourceVersion')).toBe('0');
+    expect(param(api.listPaths[0]!, 'fieldSelector')).toBe('x=y');
+    expect(seen.replaced).toEqual([['a', 'b']]);
+    expect(r.synced).toBe(true);
+    const w = api.watchPaths[0]!;
+    expect(param(w, 'watch')).toBe('true');
+    expect(param(w, 'allowWatchBookmarks')).toBe('true');
+    expect(param(w, 'resourceVersion')).toBe('100');
+    expect(Number(param(w, 'timeoutSeconds'))).toBeGreaterThanOrEqual(300);
+    expect(Number(param(w, 'timeoutSeconds'))).toBeLessThanOrEqual(600);
+  });
+
+  it('delivers events in order and resumes from the last resourceVersion, bookmarks included', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    const { seen } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    api.send('ADDED', obj('a', '101'));
+    api.send('MODIFIED', obj('a', '102'));
+    api.send('DELETED', obj('a', '103'));
+    api.send('BOOKMARK', { metadata: { resourceVersion: '150' } });
+    await waitFor(() => seen.removes.length === 1);
+    expect(seen.upserts).toEqual(['a', 'a']);
+    api.streams[0]!.end(); // server-side timeout: a normal end
+    await waitFor(() => api.streams.length === 2);
+    expect(param(api.watchPaths[1]!, 'resourceVersion')).toBe('150');
+    expect(api.listPaths).toHaveLength(1); // no relist for a normal end
+  });
+
+  it.each([
+    { how: 'an ERROR event with code 410', expire: (api: FakeApi) => api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' }) },
+    { how: 'a 410 response to the watch', expire: (api: FakeApi) => { api.watchFailures.push(new ApiError(410, 'Gone', 'gone')); api.streams[0]!.end(); } },
+  ])('relists with a consistent read after $how and replaces the state', async ({ expire }) => {
+    const api = new FakeApi();
+    api.lists.push(list('100', 'a'), list('900', 'b'));
+    const { seen } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    expire(api);
+    await waitFor(() => seen.replaced.length === 2);
+    expect(seen.replaced[1]).toEqual(['b']);
+    expect(param(api.listPaths[1]!, 'resourceVersion')).toBeNull();
+    expect(seen.relists).toEqual(['expired']);
+    await waitFor(() => api.streams.length >= 1 && api.watchPaths.some((p) => param(p, 'resourceVersion') === '900'));
+  });
+
+  it('backs off exponentially with jitter on errors and recovers', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    for (let i = 0; i < 5; i++) api.watchFailures.push(new Error('ECONNREFUSED'));
+    const { r, seen } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    expect(seen.backoffs).toEqual([10, 20, 40, 80, 80]); // random()=1: the top of each jitter range, capped
+    expect(r.downForMs()).toBe(0);
+    expect(seen.starts.slice(-1)).toEqual(['error']);
+  });
+
+  it('reports how long the watch has been down', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    for (let i = 0; i < 1000; i++) api.watchFailures.push(new Error('ECONNREFUSED'));
+    const { r } = start(api);
+    await waitFor(() => r.downForMs() > 50);
+  });
+
+  it('replaces a watch that goes silent for longer than the stall bound', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    const { seen } = start(api, { stallMs: 100 });
+    await waitFor(() => api.streams.length === 1);
+    api.send('ADDED', obj('a', '101'));
+    await waitFor(() => api.streams.length === 2);
+    expect(api.streams[0]!.destroyed).toBe(true);
+    expect(seen.starts).toContain('stall');
+    expect(param(api.watchPaths[1]!, 'resourceVersion')).toBe('101');
+  });
+
+  it('keeps a watch that receives bookmarks within the stall bound', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    start(api, { stallMs: 2_000 });
+    await waitFor(() => api.streams.length === 1);
+    for (let i = 0; i < 8; i++) {
+      api.send('BOOKMARK', { metadata: { resourceVersion: String(200 + i) } });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(api.streams).toHaveLength(1);
+  });
+});
