@@ -210,7 +210,11 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
   async #process(uid: string): Promise<void> {
     const t = this.#tracked.get(uid);
-    if (!t || this.#settings.paused) return;
+    if (!t) return;
+    if (this.#settings.paused) {
+      this.#o.log.debug({ [F.pod]: podKey(t), [F.podUID]: uid }, 'paused: not writing');
+      return;
+    }
     const remove = [
       ...(this.#settings.envFile ? [] : [FILES.env]),
       ...(this.#settings.dependentsFile ? [] : [FILES.dependents]),

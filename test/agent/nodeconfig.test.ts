@@ -6,7 +6,7 @@ describe('settingsFromLabels', () => {
     expect(settingsFromLabels({})).toEqual({ settings: { paused: false, envFile: true, dependentsFile: true }, invalid: [] });
   });
 
-  it.each([
+  it.each<{ labels: Record<string, string>; want: object }>([
     { labels: { 'ownerrefs.dev/paused': 'true' }, want: { paused: true } },
     { labels: { 'ownerrefs.dev/env-file': 'false' }, want: { envFile: false } },
     { labels: { 'ownerrefs.dev/dependents-file': 'false' }, want: { dependentsFile: false } },

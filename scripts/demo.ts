@@ -1,0 +1,85 @@
+// `npm run demo`: the whole product on this machine, no cluster needed.
+// Starts the local control plane (real etcd, kube-apiserver, controller-manager and
+// scheduler), the kubelet emulator, and the agent with the RBAC from daemonset.yaml;
+// applies examples/daemonset-example.yaml; then orphans and re-adopts the DaemonSet's
+// pod and prints a timeline of its projected ownerReferences file.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { AppsV1Api, CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { newWorkDir, reapLeftoverControlPlanes, startControlPlane } from '../test/controlplane/controlplane.ts';
+import { agentKubeconfig, apply, startAgentProcess } from '../test/support/agentproc.ts';
+import { startKubeletEmulator } from '../test/support/kubelet.ts';
+import { mergePatch } from '../test/support/patch.ts';
+import { waitFor } from '../test/support/wait.ts';
+
+const ROOT = path.join(import.meta.dirname, '..');
+const NODE = 'demo-node';
+const NS = 'default';
+const t0 = Date.now();
+const say = (msg: string) => process.stdout.write(`${((Date.now() - t0) / 1000).toFixed(2).padStart(7)}s  ${msg}\n`);
+
+async function main(): Promise<void> {
+  say('building or locating etcd, kube-apiserver, kube-controller-manager, kube-scheduler (first run: ~5 min)');
+  const binDir = execFileSync('bash', [path.join(ROOT, 'test/controlplane/build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n').pop()!;
+  await reapLeftoverControlPlanes();
+  const cp = await startControlPlane({ binDir, workDir: await newWorkDir(), nodeName: NODE });
+  const kubeletRoot = mkdtempSync(path.join(os.tmpdir(), 'demo-kubelet-'));
+  const cleanups: (() => Promise<unknown>)[] = [async () => cp.stop(), async () => rmSync(kubeletRoot, { recursive: true, force: true })];
+  try {
+    say(`control plane up at ${cp.server}; node ${NODE} registered; logs in ${cp.logsDir}`);
+    const kc = new KubeConfig();
+    kc.loadFromFile(cp.kubeconfigPath);
+    const kubelet = await startKubeletEmulator({ kc, nodeName: NODE, kubeletRoot });
+    cleanups.unshift(() => kubelet.stop());
+    const agent = await startAgentProcess({ kubeconfig: await agentKubeconfig(kc, kubeletRoot), nodeName: NODE, kubeletRoot, args: ['--log-level=info'] });
+    cleanups.unshift(() => agent.stop());
+    await waitFor(async () => (await agent.get('/readyz')).status === 200, { describe: 'agent ready' });
+    say(`agent running with the ServiceAccount and ClusterRole from daemonset.yaml; /metrics on 127.0.0.1:${agent.healthPort}`);
+
+    const core = kc.makeApiClient(CoreV1Api);
+    await waitFor(() => core.readNamespacedServiceAccount({ name: 'default', namespace: NS }));
+    const objs = parseAllDocuments(readFileSync(path.join(ROOT, 'examples/daemonset-example.yaml'), 'utf8'))
+      .map((d) => d.toJS() as KubernetesObject)
+      .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: NS } }));
+    await apply(kc, objs);
+    say(`applied examples/daemonset-example.yaml in namespace ${NS}`);
+
+    const pod = await waitFor(async () => (await core.listNamespacedPod({ namespace: NS, labelSelector: 'app=podinfo-demo' })).items[0]);
+    const file = path.join(kubelet.volumeDir(pod.metadata!.uid!, 'podinfo'), 'ownerReferences');
+    say(`pod ${pod.metadata!.name} bound to ${NODE}; the agent writes ${file}`);
+    let last: string | undefined;
+    const show = async (until: (text: string) => boolean) => waitFor(() => {
+      const text = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+      if (text !== undefined && text !== last) {
+        last = text;
+        say(`ownerReferences = ${text}`);
+      }
+      return text !== undefined && until(text);
+    }, { intervalMs: 5, timeoutMs: 60_000 });
+    const names = (kind: string) => (t: string) => t.includes(`"kind":"${kind}"`);
+    await show(names('DaemonSet'));
+
+    say('relabelling the pod so the DaemonSet selector no longer matches: the controller orphans it');
+    const patchLabel = (app: string) => core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: NS, body: { metadata: { labels: { app } } } }, mergePatch);
+    await patchLabel('orphaned');
+    await show((t) => t.endsWith('"items":[]}'));
+    say('restoring the label: the controller adopts the pod again');
+    await patchLabel('podinfo-demo');
+    await show(names('DaemonSet'));
+    const apps = kc.makeApiClient(AppsV1Api);
+    const ds = await apps.readNamespacedDaemonSet({ name: 'podinfo-demo', namespace: NS });
+    say(`done: the file names DaemonSet podinfo-demo (uid ${ds.metadata!.uid}) again`);
+    say(`agent: ${await agent.metric('ownerrefs_file_writes_total')} file writes, ${await agent.metric('ownerrefs_api_requests_total')} API requests in all`);
+  } finally {
+    for (const c of cleanups) await c().catch(() => undefined);
+  }
+}
+
+main().then(() => process.exit(0), (err: unknown) => {
+  process.stderr.write(`demo failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,37 @@
+// Scenario 4: RBAC as shipped. Every e2e file runs the agent with a token of the
+// ServiceAccount and ClusterRole taken from daemonset.yaml (support/agentproc.ts);
+// this file checks the manifest itself and that the role is no wider than needed.
+import { AuthorizationV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { apply, manifestObjects } from '../support/agentproc.ts';
+import { useE2E } from '../support/e2e.ts';
+
+describe('daemonset.yaml', () => {
+  const e = useE2E('rbac');
+
+  it('passes a server-side dry-run apply, object by object', async () => {
+    const objs = manifestObjects();
+    expect(objs.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'DaemonSet']);
+    const applied = await apply(e.kc, objs, true);
+    expect(applied.map((o) => o.metadata?.name)).toEqual(objs.map((o) => o.metadata?.name));
+  });
+
+  it('grants the agent exactly what it needs', async () => {
+    const authz = e.kc.makeApiClient(AuthorizationV1Api);
+    const user = 'system:serviceaccount:ownerrefs-system:ownerrefs-agent';
+    const can = async (verb: string, resource: string, namespace?: string) => (await authz.createSubjectAccessReview({
+      body: { spec: { user, groups: ['system:serviceaccounts', 'system:authenticated'], resourceAttributes: { verb, resource, namespace } } },
+    })).status!.allowed;
+    for (const [verb, resource] of [['list', 'pods'], ['watch', 'pods'], ['get', 'nodes'], ['watch', 'nodes'], ['create', 'events']] as const) {
+      expect(await can(verb, resource, 'default'), `${verb} ${resource}`).toBe(true);
+    }
+    for (const [verb, resource] of [['get', 'secrets'], ['patch', 'pods'], ['delete', 'pods'], ['create', 'configmaps'], ['update', 'nodes'], ['patch', 'events']] as const) {
+      expect(await can(verb, resource, 'default'), `${verb} ${resource}`).toBe(false);
+    }
+  });
+
+  it('serves pods with those credentials', async () => {
+    expect((await e.agent.get('/readyz')).status).toBe(200);
+    expect(await e.agent.metric('ownerrefs_api_requests_total', 'code="403"')).toBe(0);
+  });
+});

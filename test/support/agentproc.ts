@@ -1,0 +1,115 @@
+// Runs the real agent (`node agent/main.ts run`) as a child process against the
+// test control plane, with credentials that carry exactly the RBAC in daemonset.yaml.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { waitFor } from './wait.ts';
+
+const ROOT = path.join(import.meta.dirname, '..', '..');
+const MAIN = path.join(ROOT, 'agent', 'main.ts');
+
+/** Every object in daemonset.yaml, as written. */
+export function manifestObjects(): KubernetesObject[] {
+  return parseAllDocuments(readFileSync(path.join(ROOT, 'daemonset.yaml'), 'utf8')).map((d) => d.toJS() as KubernetesObject);
+}
+
+/** Server-side apply (optionally dry-run) of objects as the admin. */
+export async function apply(kc: KubeConfig, objs: KubernetesObject[], dryRun = false): Promise<KubernetesObject[]> {
+  const api = KubernetesObjectApi.makeApiClient(kc);
+  const out: KubernetesObject[] = [];
+  for (const o of objs) out.push(await api.patch(o, undefined, dryRun ? 'All' : undefined, 'ownerrefs-e2e', true, PatchStrategy.ServerSideApply));
+  return out;
+}
+
+/**
+ * Applies daemonset.yaml's Namespace, ServiceAccount, ClusterRole and binding (not the
+ * DaemonSet: there is no image to run here), then writes a kubeconfig holding a
+ * TokenRequest token for that ServiceAccount. The agent then has exactly the shipped RBAC.
+ */
+export async function agentKubeconfig(admin: KubeConfig, dir: string): Promise<string> {
+  const objs = manifestObjects().filter((o) => o.kind !== 'DaemonSet');
+  await apply(admin, objs);
+  const sa = objs.find((o) => o.kind === 'ServiceAccount')!;
+  const core = admin.makeApiClient(CoreV1Api);
+  const tr = await core.createNamespacedServiceAccountToken({
+    name: sa.metadata!.name!, namespace: sa.metadata!.namespace!,
+    body: { spec: { audiences: [], expirationSeconds: 3600 * 6 } },
+  });
+  const cluster = admin.getCurrentCluster()!;
+  const kc = {
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'agent',
+    clusters: [{ name: 'test', cluster: { server: cluster.server, 'certificate-authority': cluster.caFile,
+      'certificate-authority-data': cluster.caData } }],
+    users: [{ name: 'agent', user: { token: tr.status!.token } }],
+    contexts: [{ name: 'agent', context: { cluster: 'test', user: 'agent' } }],
+  };
+  const file = path.join(dir, 'agent.kubeconfig');
+  writeFileSync(file, JSON.stringify(kc), { mode: 0o600 });
+  return file;
+}
+
+export interface AgentProcess {
+  readonly healthPort: number;
+  readonly child: ChildProcess;
+  /** Parsed JSON log lines so far. */
+  readonly lines: Record<string, unknown>[];
+  logs(): string;
+  get(pathname: string): Promise<{ status: number; body: string }>;
+  /** Counter value from /metrics, summed over label sets matching `labels` (substring). */
+  metric(name: string, labels?: string): Promise<number>;
+  /** SIGTERM (default) or SIGKILL; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
+
+export async function startAgentProcess(opts: {
+  kubeconfig: string; nodeName: string; kubeletRoot: string; args?: string[];
+}): Promise<AgentProcess> {
+  const child = spawn(process.execPath, [MAIN, 'run',
+    `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
+    '--health-addr=127.0.0.1:0', '--log-level=debug', ...(opts.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
+  let raw = '';
+  const lines: Record<string, unknown>[] = [];
+  let partial = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    raw += d.toString();
+    partial += d.toString();
+    const parts = partial.split('\n');
+    partial = parts.pop()!;
+    for (const l of parts) {
+      try { lines.push(JSON.parse(l) as Record<string, unknown>); } catch { /* not JSON */ }
+    }
+  });
+  child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
+  const started = await waitFor(() => {
+    if (child.exitCode !== null) throw new Error(`agent exited ${child.exitCode}:\n${raw}`);
+    return lines.find((l) => l.msg === 'agent started');
+  }, { timeoutMs: 30_000, describe: 'agent start', diagnostics: () => raw.slice(-4000) });
+  const healthPort = started.healthPort as number;
+  const get = async (pathname: string) => {
+    const res = await fetch(`http://127.0.0.1:${healthPort}${pathname}`);
+    return { status: res.status, body: await res.text() };
+  };
+  return {
+    healthPort, child, lines,
+    logs: () => raw,
+    get,
+    async metric(name, labels = '') {
+      const { body } = await get('/metrics');
+      return body.split('\n')
+        .filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
