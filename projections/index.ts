@@ -25,13 +25,18 @@ export function ownersOf(pod: PodMeta): readonly OwnerReference[] {
   return pod.metadata?.ownerReferences ?? [];
 }
 
-/** The files for this pod, in a stable order. Disabled files are simply absent. */
+/**
+ * The files for this pod, in write order. Disabled files are simply absent.
+ * `ownerReferences` comes last: apps wait for it, so when it first appears the
+ * others are already there.
+ */
 export function project(pod: PodMeta, opts: ProjectionOptions = DEFAULT_PROJECTION_OPTIONS): ProjectedFile[] {
   const owners = ownersOf(pod);
   const json = renderOwnerReferencesJson(owners);
-  const files: ProjectedFile[] = [file(FILES.ownerReferences, json)];
+  const files: ProjectedFile[] = [];
   if (opts.envFile) files.push(file(FILES.env, renderEnvLine(ENV_VAR_NAME, json)));
   if (opts.dependentsFile) files.push(file(FILES.dependents, renderDependentsJson(owners)));
+  files.push(file(FILES.ownerReferences, json));
   return files;
 }
 

@@ -63,6 +63,10 @@ async function main(): Promise<void> {
     const names = (kind: string) => (t: string) => t.includes(`"kind":"${kind}"`);
     await show(names('DaemonSet'));
 
+    // The controller keeps the older of two daemon pods by creation time at one-second
+    // resolution; let a second pass so the replacement it makes is strictly younger.
+    const created = new Date(pod.metadata!.creationTimestamp!).getTime();
+    await waitFor(() => Date.now() >= created + 1_100);
     say('relabelling the pod so the DaemonSet selector no longer matches: the controller orphans it');
     const patchLabel = (app: string) => core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: NS, body: { metadata: { labels: { app } } } }, mergePatch);
     await patchLabel('orphaned');

@@ -20,7 +20,7 @@ describe('ownerrefs-agent render', () => {
     const files = JSON.parse(stdout) as Record<string, string>;
     expect(files.ownerReferences).toBe(KEP_JSON);
     expect(files['ownerReferences.env']).toBe(`OWNER_REFERENCES='${KEP_JSON}'\n`);
-    expect(Object.keys(files)).toEqual(['ownerReferences', 'ownerReferences.env', 'dependentOwnerReferences']);
+    expect(Object.keys(files)).toEqual(['ownerReferences.env', 'dependentOwnerReferences', 'ownerReferences']);
   });
 
   it('writes the files into --out through the agent writer', async () => {

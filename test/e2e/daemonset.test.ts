@@ -21,6 +21,12 @@ describe('DaemonSet adoption and orphaning', () => {
     expect(e.file(pod, 'dependentOwnerReferences')).toBe(`[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"podinfo","uid":"${ds.metadata!.uid}"}]`);
     expect(e.file(pod, 'ownerReferences.env')).toBe(`OWNER_REFERENCES='${text}'\n`);
 
+    // On re-adoption the controller keeps the oldest of two daemon pods, comparing
+    // creation timestamps at one-second resolution (ties go by name). Let a second pass
+    // so the replacement it creates on orphaning is strictly younger.
+    const created = new Date(pod.metadata!.creationTimestamp!).getTime();
+    await waitFor(() => Date.now() >= created + 1_100, { describe: 'a new second on the API server clock' });
+
     // The selector no longer matches: the controller releases the pod.
     await e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns, body: { metadata: { labels: { app: 'elsewhere' } } } }, mergePatch);
     await e.waitForFile(pod, (t) => t === EMPTY, 'items:[] after orphaning');

@@ -86,15 +86,15 @@ describe('ownerReferences.env file', () => {
 });
 
 describe('project()', () => {
-  it('renders the three files 0644 in a stable order', () => {
+  it('renders the three files 0644, ownerReferences last so apps waiting for it find the others', () => {
     expect(project(pod()).map((f) => [f.path, f.mode])).toEqual([
-      ['ownerReferences', 0o644], ['ownerReferences.env', 0o644], ['dependentOwnerReferences', 0o644],
+      ['ownerReferences.env', 0o644], ['dependentOwnerReferences', 0o644], ['ownerReferences', 0o644],
     ]);
   });
 
   it.each([
-    { envFile: false, dependentsFile: true, files: ['ownerReferences', 'dependentOwnerReferences'] },
-    { envFile: true, dependentsFile: false, files: ['ownerReferences', 'ownerReferences.env'] },
+    { envFile: false, dependentsFile: true, files: ['dependentOwnerReferences', 'ownerReferences'] },
+    { envFile: true, dependentsFile: false, files: ['ownerReferences.env', 'ownerReferences'] },
     { envFile: false, dependentsFile: false, files: ['ownerReferences'] },
   ])('leaves out files turned off (env $envFile, dependents $dependentsFile)', ({ files, ...opts }) => {
     expect(project(pod(), opts).map((f) => f.path)).toEqual(files);

@@ -7,9 +7,8 @@ import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll } from 'vitest';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from './agentproc.ts';
-import { clusterInfo, kubeConfig, newNamespace, type TestNamespace } from './cluster.ts';
+import { clusterInfo, kubeConfig, newNamespace, waitFor, type TestNamespace } from './cluster.ts';
 import { startKubeletEmulator, type KubeletEmulator } from './kubelet.ts';
-import { waitFor } from './wait.ts';
 
 export interface E2E {
   kc: KubeConfig;
@@ -23,7 +22,7 @@ export interface E2E {
   file(pod: V1Pod, name?: string, volume?: string): string | undefined;
   /** Waits until the pod's file satisfies `ok`; fails with agent logs otherwise. */
   waitForFile(pod: V1Pod, ok: (text: string) => boolean, describe: string, name?: string): Promise<string>;
-  diagnostics(): string;
+  diagnostics(): Promise<string>;
 }
 
 /** Registers beforeAll/afterAll hooks; the returned object is filled in before tests run. */
@@ -43,7 +42,13 @@ export function useE2E(prefix: string, agentArgs: string[] = []): E2E {
     e.agent = await startAgentProcess({
       kubeconfig: await agentKubeconfig(e.kc, root), nodeName: info.nodeName, kubeletRoot: root, args: agentArgs,
     });
-    e.diagnostics = () => `--- agent log (tail) ---\n${e.agent.logs().slice(-6000)}\n--- kubelet emulator errors ---\n${e.kubelet.errors.slice(-10).join('\n')}`;
+    e.diagnostics = async () => {
+      const pods = await e.core.listNamespacedPod({ namespace: e.ns }).then((l) => l.items.map((p) =>
+        `${p.metadata!.name} uid=${p.metadata!.uid} labels=${JSON.stringify(p.metadata!.labels)} owners=${JSON.stringify(p.metadata!.ownerReferences?.map((o) => o.name))}` +
+        ` deleting=${p.metadata!.deletionTimestamp !== undefined} phase=${p.status?.phase}`).join('\n'), (err: unknown) => String(err));
+      return `--- pods in ${e.ns} ---\n${pods}\n--- agent log (tail) ---\n${e.agent.logs().slice(-6000)}\n` +
+        `--- kubelet emulator errors ---\n${e.kubelet.errors.slice(-10).join('\n')}`;
+    };
     e.file = (pod, name = 'ownerReferences', volume = 'podinfo') => {
       const p = path.join(e.kubelet.volumeDir(pod.metadata!.uid!, volume), name);
       return existsSync(p) ? readFileSync(p, 'utf8') : undefined;

@@ -6,7 +6,7 @@ export interface WaitOptions {
   intervalMs?: number;
   describe?: string;
   /** Extra diagnostics appended to the timeout error (component logs, say). */
-  diagnostics?: () => string;
+  diagnostics?: () => string | Promise<string>;
 }
 
 /** Polls fn until it returns something truthy; throws from fn count as "not yet". */
@@ -26,6 +26,6 @@ export async function waitFor<T>(fn: () => T | Promise<T>, opts: WaitOptions = {
   }
   const what = opts.describe ?? fn.toString().slice(0, 200);
   const last = lastError ? `\nlast error: ${(lastError as Error).stack ?? String(lastError)}` : '';
-  const extra = opts.diagnostics ? `\n${opts.diagnostics()}` : '';
+  const extra = opts.diagnostics ? `\n${await opts.diagnostics()}` : '';
   throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}${last}${extra}`);
 }

@@ -1,0 +1,98 @@
+// Helpers for e2e tests running against the control plane that
+// test/globalSetup.ts starts once per run.
+import { randomBytes } from 'node:crypto';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { inject } from 'vitest';
+import { tailLogs } from '../controlplane/logs.ts';
+import { waitFor as baseWaitFor, type WaitOptions } from './wait.ts';
+
+export interface ClusterInfo {
+  kubeconfigPath: string;
+  server: string;
+  caPath: string;
+  nodeName: string;
+  workDir: string;
+  logsDir: string;
+  components: { controllerManager: boolean; scheduler: boolean };
+  binDir: string;
+}
+
+export function clusterInfo(): ClusterInfo {
+  const kubeconfigPath = inject('kubeconfigPath');
+  if (!kubeconfigPath) throw new Error('no control plane: run this test in the e2e vitest project');
+  return {
+    kubeconfigPath,
+    server: inject('server'),
+    caPath: inject('caPath'),
+    nodeName: inject('nodeName'),
+    workDir: inject('workDir'),
+    logsDir: inject('logsDir'),
+    components: inject('components'),
+    binDir: inject('binDir'),
+  };
+}
+
+// Admin (system:masters) client configuration for the test cluster.
+export function kubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(clusterInfo().kubeconfigPath);
+  return kc;
+}
+
+// HTTP status of a failed client-node call, if it carries one.
+export function apiStatus(err: unknown): number | undefined {
+  const e = err as { code?: unknown; statusCode?: unknown };
+  if (typeof e.code === 'number') return e.code;
+  return typeof e.statusCode === 'number' ? e.statusCode : undefined;
+}
+
+export interface WaitForOptions extends WaitOptions {
+  // Control-plane logs to tail on timeout; defaults to the shared control plane's.
+  logsDir?: string;
+}
+
+// waitFor from wait.ts, with the tail of every control-plane component log on timeout.
+export function waitFor<T>(fn: () => T | Promise<T>, opts: WaitForOptions = {}): Promise<NonNullable<T>> {
+  const logsDir = opts.logsDir ?? inject('logsDir');
+  return baseWaitFor(fn, {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+    ...opts,
+    diagnostics: async () => [await opts.diagnostics?.(), logsDir ? tailLogs(logsDir, 15) : ''].filter(Boolean).join('\n'),
+  });
+}
+
+export interface TestNamespace {
+  name: string;
+  cleanup(): Promise<void>;
+}
+
+// Creates a uniquely named namespace and waits for its default ServiceAccount,
+// without which the ServiceAccount admission plugin rejects pods (or creates
+// it when the run has no controller-manager). cleanup()
+// only requests deletion; pods bound to the node need a kubelet (emulator) to
+// finish terminating, and nothing should wait on that.
+export async function newNamespace(prefix: string, kc: KubeConfig = kubeConfig()): Promise<TestNamespace> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`.toLowerCase().slice(0, 63);
+  await core.createNamespace({
+    body: { metadata: { name, labels: { 'ownerrefs.dev/test': 'true' } } },
+  });
+  if (inject('components')?.controllerManager === false) {
+    // envtest-style binaries: no serviceaccount controller will make it.
+    await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: 'default' } } });
+  } else {
+    await waitFor(async () => core.readNamespacedServiceAccount({ name: 'default', namespace: name }),
+      { describe: `default ServiceAccount in ${name}` });
+  }
+  return {
+    name,
+    cleanup: async () => {
+      try {
+        await core.deleteNamespace({ name, propagationPolicy: 'Background' });
+      } catch (err) {
+        if (apiStatus(err) !== 404) throw err;
+      }
+    },
+  };
+}

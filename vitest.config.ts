@@ -1,0 +1,29 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          pool: 'forks',
+          include: ['test/agent/**/*.test.ts', 'test/projections/**/*.test.ts', 'test/cli/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          pool: 'forks',
+          include: ['test/e2e/**/*.test.ts', 'test/controlplane/**/*.test.ts'],
+          globalSetup: ['test/globalSetup.ts'],
+          // One shared cluster and one test node: files must not interleave.
+          fileParallelism: false,
+          // Convergence bounds for a real cluster on a small machine.
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
+        },
+      },
+    ],
+  },
+});
