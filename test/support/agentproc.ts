@@ -29,7 +29,7 @@ export async function apply(kc: KubeConfig, objs: KubernetesObject[], dryRun = f
  * DaemonSet: there is no image to run here), then writes a kubeconfig holding a
  * TokenRequest token for that ServiceAccount. The agent then has exactly the shipped RBAC.
  */
-export async function agentKubeconfig(admin: KubeConfig, dir: string): Promise<string> {
+export async function agentKubeconfig(admin: KubeConfig, dir: string, server?: string): Promise<string> {
   const objs = manifestObjects().filter((o) => o.kind !== 'DaemonSet');
   await apply(admin, objs);
   const sa = objs.find((o) => o.kind === 'ServiceAccount')!;
@@ -41,7 +41,7 @@ export async function agentKubeconfig(admin: KubeConfig, dir: string): Promise<s
   const cluster = admin.getCurrentCluster()!;
   const kc = {
     apiVersion: 'v1', kind: 'Config', 'current-context': 'agent',
-    clusters: [{ name: 'test', cluster: { server: cluster.server, 'certificate-authority': cluster.caFile,
+    clusters: [{ name: 'test', cluster: { server: server ?? cluster.server, 'certificate-authority': cluster.caFile,
       'certificate-authority-data': cluster.caData } }],
     users: [{ name: 'agent', user: { token: tr.status!.token } }],
     contexts: [{ name: 'agent', context: { cluster: 'test', user: 'agent' } }],

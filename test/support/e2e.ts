@@ -1,14 +1,18 @@
 // Per-file e2e fixture: a kubelet emulator on a fresh kubelet root, and the real
-// agent process running with the RBAC shipped in daemonset.yaml.
+// agent process running with the RBAC shipped in daemonset.yaml. Optionally on a
+// private control plane (for tests that kill or compact it) and behind a fault proxy.
 
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, type KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll } from 'vitest';
+import { newWorkDir, startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from './agentproc.ts';
 import { clusterInfo, kubeConfig, newNamespace, waitFor, type TestNamespace } from './cluster.ts';
 import { startKubeletEmulator, type KubeletEmulator } from './kubelet.ts';
+import { startFaultProxy, type FaultProxy } from './proxy.ts';
 
 export interface E2E {
   kc: KubeConfig;
@@ -18,6 +22,13 @@ export interface E2E {
   kubelet: KubeletEmulator;
   agent: AgentProcess;
   nodeName: string;
+  kubeletRoot: string;
+  /** Set with { privateControlPlane }. */
+  cp?: ControlPlane;
+  /** Set with { proxy: true }: the agent reaches the API server only through it. */
+  proxy?: FaultProxy;
+  /** Starts a new agent process (after the old one was stopped or killed). */
+  restartAgent(): Promise<AgentProcess>;
   /** Content of a projected file of a pod, or undefined while it is absent. */
   file(pod: V1Pod, name?: string, volume?: string): string | undefined;
   /** Waits until the pod's file satisfies `ok`; fails with agent logs otherwise. */
@@ -25,28 +36,47 @@ export interface E2E {
   diagnostics(): Promise<string>;
 }
 
+export interface E2EOptions {
+  agentArgs?: string[];
+  /** Run on a control plane of this file's own, with a node of this name. */
+  privateControlPlane?: string;
+  proxy?: boolean;
+}
+
 /** Registers beforeAll/afterAll hooks; the returned object is filled in before tests run. */
-export function useE2E(prefix: string, agentArgs: string[] = []): E2E {
+export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
   const e = {} as E2E;
   let ns: TestNamespace;
+  let agentKc: string;
+  const logsDir = () => e.cp?.logsDir ?? clusterInfo().logsDir;
   beforeAll(async () => {
-    const info = clusterInfo();
-    e.kc = kubeConfig();
+    if (opts.privateControlPlane) {
+      e.cp = await startControlPlane({ binDir: clusterInfo().binDir, workDir: await newWorkDir(), nodeName: opts.privateControlPlane });
+      e.kc = new KubeConfig();
+      e.kc.loadFromFile(e.cp.kubeconfigPath);
+      e.nodeName = opts.privateControlPlane;
+    } else {
+      e.kc = kubeConfig();
+      e.nodeName = clusterInfo().nodeName;
+    }
     e.core = e.kc.makeApiClient(CoreV1Api);
     e.apps = e.kc.makeApiClient(AppsV1Api);
-    e.nodeName = info.nodeName;
     ns = await newNamespace(prefix, e.kc);
     e.ns = ns.name;
-    const root = mkdtempSync(path.join(os.tmpdir(), 'kubelet-'));
-    e.kubelet = await startKubeletEmulator({ kc: e.kc, nodeName: info.nodeName, kubeletRoot: root });
-    e.agent = await startAgentProcess({
-      kubeconfig: await agentKubeconfig(e.kc, root), nodeName: info.nodeName, kubeletRoot: root, args: agentArgs,
-    });
+    e.kubeletRoot = mkdtempSync(path.join(os.tmpdir(), 'kubelet-'));
+    e.kubelet = await startKubeletEmulator({ kc: e.kc, nodeName: e.nodeName, kubeletRoot: e.kubeletRoot });
+    if (opts.proxy) e.proxy = await startFaultProxy(Number(new URL(e.kc.getCurrentCluster()!.server).port));
+    agentKc = await agentKubeconfig(e.kc, e.kubeletRoot, e.proxy ? `https://${e.proxy.address}` : undefined);
+    e.restartAgent = async () => {
+      e.agent = await startAgentProcess({ kubeconfig: agentKc, nodeName: e.nodeName, kubeletRoot: e.kubeletRoot, args: opts.agentArgs ?? [] });
+      await waitFor(async () => (await e.agent.get('/readyz')).status === 200, { describe: 'agent ready', diagnostics: e.diagnostics, logsDir: logsDir() });
+      return e.agent;
+    };
     e.diagnostics = async () => {
       const pods = await e.core.listNamespacedPod({ namespace: e.ns }).then((l) => l.items.map((p) =>
         `${p.metadata!.name} uid=${p.metadata!.uid} labels=${JSON.stringify(p.metadata!.labels)} owners=${JSON.stringify(p.metadata!.ownerReferences?.map((o) => o.name))}` +
         ` deleting=${p.metadata!.deletionTimestamp !== undefined} phase=${p.status?.phase}`).join('\n'), (err: unknown) => String(err));
-      return `--- pods in ${e.ns} ---\n${pods}\n--- agent log (tail) ---\n${e.agent.logs().slice(-6000)}\n` +
+      return `--- pods in ${e.ns} ---\n${pods}\n--- agent log (tail) ---\n${e.agent?.logs().slice(-6000)}\n` +
         `--- kubelet emulator errors ---\n${e.kubelet.errors.slice(-10).join('\n')}`;
     };
     e.file = (pod, name = 'ownerReferences', volume = 'podinfo') => {
@@ -55,14 +85,19 @@ export function useE2E(prefix: string, agentArgs: string[] = []): E2E {
     };
     e.waitForFile = (pod, ok, describe, name) =>
       waitFor(() => { const t = e.file(pod, name); return t !== undefined && ok(t) ? t : undefined; },
-        { timeoutMs: 60_000, describe: `${pod.metadata!.name}: ${describe}`, diagnostics: e.diagnostics });
-    await waitFor(async () => (await e.agent.get('/readyz')).status === 200, { describe: 'agent ready', diagnostics: e.diagnostics });
+        { timeoutMs: 60_000, describe: `${pod.metadata!.name}: ${describe}`, diagnostics: e.diagnostics, logsDir: logsDir() });
+    await e.restartAgent();
   });
   afterAll(async () => {
     const code = await e.agent?.stop();
     await e.kubelet?.stop();
-    await ns?.cleanup();
-    if (code !== undefined && code !== 0) throw new Error(`agent exited ${code} on SIGTERM\n${e.diagnostics()}`);
+    await e.proxy?.close();
+    if (e.cp) {
+      await e.cp.stop();
+      await rm(e.cp.workDir, { recursive: true, force: true });
+    } else await ns?.cleanup();
+    if (e.kubeletRoot) await rm(e.kubeletRoot, { recursive: true, force: true });
+    if (code !== undefined && code !== 0) throw new Error(`agent exited ${code} on SIGTERM\n${await e.diagnostics()}`);
   });
   return e;
 }

@@ -1,0 +1,91 @@
+// Fault injection on the API side (issue: never stale, never blank). Each test keeps a
+// reader loop on every projected file throughout and asserts that no file was ever
+// missing, empty or torn, that the files converge once the fault ends, and that the
+// agent's request count stays bounded (no reconnect storm).
+import { describe, expect, it } from 'vitest';
+import { startBurst, type Burst } from '../support/burst.ts';
+import { waitFor } from '../support/cluster.ts';
+import { useE2E } from '../support/e2e.ts';
+import { startReader } from '../support/reader.ts';
+
+const STALL_SECONDS = 4;
+
+describe('API faults', () => {
+  // A private control plane (we kill and compact it) and a proxy (we black-hole it).
+  const e = useE2E('faults', { privateControlPlane: 'faults-node', proxy: true, agentArgs: [`--stall-seconds=${STALL_SECONDS}`] });
+  let burst: Burst;
+  let generation = 0;
+
+  const converge = (i: number, what: string) => waitFor(() => burst.behind(i).length === 0,
+    { timeoutMs: 60_000, describe: `every file names owner ${i} (${what})`, diagnostics: e.diagnostics, logsDir: e.cp!.logsDir });
+  const requests = () => e.agent.metric('ownerrefs_api_requests_total');
+
+  async function withReader(body: () => Promise<void>): Promise<void> {
+    burst ??= await startBurst(e, { pods: 12, owners: 12 });
+    await converge(generation, 'before the fault');
+    const reader = await startReader(burst.allowed());
+    try {
+      await body();
+    } finally {
+      const stats = await reader.stop();
+      expect(stats.reads).toBeGreaterThan(0);
+      expect(stats, stats.samples.join('\n')).toMatchObject({ missing: 0, torn: 0 });
+    }
+  }
+
+  it('rides out kube-apiserver being killed and restarted in the middle of a burst', async () => {
+    await withReader(async () => {
+      const before = { requests: await requests(), connections: e.proxy!.connections };
+      await burst.setOwner(++generation);
+      const inflight = burst.setOwner(++generation); // retried by the test while the server is down
+      await e.cp!.killApiserver();
+      await new Promise((r) => setTimeout(r, 3_000)); // the agent backs off meanwhile
+      await e.cp!.startApiserver();
+      await inflight;
+      await burst.setOwner(++generation);
+      await converge(generation, 'after the restart');
+      const made = (await requests()) - before.requests;
+      // 2 watches reconnecting with 0.8 s-doubling backoff over ~3 s of outage, plus relists:
+      // tens at most; a storm would be hundreds.
+      expect(made).toBeLessThan(40);
+      expect(e.proxy!.connections - before.connections).toBeLessThan(40);
+    });
+    expect((await e.agent.get('/readyz')).status).toBe(200);
+  });
+
+  it('relists after 410 Gone when its resourceVersion was compacted away, and picks up what it missed', async () => {
+    await withReader(async () => {
+      const relists = () => e.agent.metric('ownerrefs_relists_total', 'resource="pods",reason="expired"');
+      const before = await relists();
+      // The agent falls behind: nothing more reaches it (black hole), and it is frozen so
+      // that its stall watchdog cannot reconnect before history is gone.
+      await waitFor(() => e.proxy!.open >= 2, { describe: 'agent watches connected' });
+      e.proxy!.blackhole();
+      process.kill(e.agent.child.pid!, 'SIGSTOP');
+      try {
+        await burst.setOwner(++generation);
+        await burst.setOwner(++generation);
+        await e.cp!.compact();
+        await e.cp!.restartApiserver(); // a fresh watch cache: the agent's resourceVersion is now too old
+      } finally {
+        process.kill(e.agent.child.pid!, 'SIGCONT');
+      }
+      await converge(generation, 'after the relist');
+      expect(await relists()).toBeGreaterThan(before);
+    });
+  });
+
+  it('replaces a black-holed watch within its stall bound and catches up', async () => {
+    await withReader(async () => {
+      const stalls = () => e.agent.metric('ownerrefs_watch_starts_total', 'resource="pods",reason="stall"');
+      const before = await stalls();
+      await waitFor(() => e.proxy!.open >= 2, { describe: 'agent watches connected' });
+      const frozen = e.proxy!.blackhole(); // open connections stop forwarding but stay open
+      expect(frozen).toBeGreaterThanOrEqual(2);
+      await burst.setOwner(++generation);
+      await waitFor(async () => (await stalls()) > before,
+        { timeoutMs: 60_000, describe: 'the pod watch is declared stalled and restarted', diagnostics: e.diagnostics });
+      await converge(generation, 'after the black hole');
+    });
+  });
+});
