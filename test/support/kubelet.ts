@@ -62,6 +62,8 @@ class Emulator implements KubeletEmulator {
   // API uid -> on-disk uid, kept until the pod's directory is removed.
   private readonly onDisk = new Map<string, string>();
   private readonly queue: string[] = [];
+  // "uid/volume" removed by removeVolumeDir: never recreated.
+  private readonly tornDown = new Set<string>();
   private readonly queued = new Set<string>();
   private working: Promise<void> | undefined;
   private watchAbort: AbortController | undefined;
@@ -92,7 +94,9 @@ class Emulator implements KubeletEmulator {
     return join(this.podDir(uid), 'volumes', 'kubernetes.io~empty-dir', volumeName);
   }
 
+  // Like a kubelet tearing a volume down: it is not set up again for this pod.
   async removeVolumeDir(uid: string, volumeName: string): Promise<void> {
+    this.tornDown.add(`${uid}/${volumeName}`);
     await rm(this.volumeDir(uid, volumeName), { recursive: true, force: true });
   }
 
@@ -238,7 +242,7 @@ class Emulator implements KubeletEmulator {
     }
     if (this.createDirs) {
       for (const v of pod.spec?.volumes ?? []) {
-        if (!v.emptyDir) continue;
+        if (!v.emptyDir || this.tornDown.has(`${uid}/${v.name}`)) continue;
         const dir = this.volumeDir(uid, v.name);
         await mkdir(dir, { recursive: true });
         // The kubelet creates emptyDirs world-writable regardless of umask.
