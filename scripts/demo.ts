@@ -4,17 +4,14 @@
 // applies examples/daemonset-example.yaml; then orphans and re-adopts the DaemonSet's
 // pod and prints a timeline of its projected ownerReferences file.
 
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { AppsV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { newWorkDir, reapLeftoverControlPlanes, startControlPlane } from '../test/controlplane/controlplane.ts';
-import { agentKubeconfig, apply, startAgentProcess } from '../test/support/agentproc.ts';
-import { startKubeletEmulator } from '../test/support/kubelet.ts';
+import { apply } from '../test/support/agentproc.ts';
 import { mergePatch } from '../test/support/patch.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { startLocalCluster } from './localcluster.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 const NODE = 'demo-node';
@@ -23,24 +20,8 @@ const t0 = Date.now();
 const say = (msg: string) => process.stdout.write(`${((Date.now() - t0) / 1000).toFixed(2).padStart(7)}s  ${msg}\n`);
 
 async function main(): Promise<void> {
-  say('building or locating etcd, kube-apiserver, kube-controller-manager, kube-scheduler (first run: ~5 min)');
-  const binDir = execFileSync('bash', [path.join(ROOT, 'test/controlplane/build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n').pop()!;
-  await reapLeftoverControlPlanes();
-  const cp = await startControlPlane({ binDir, workDir: await newWorkDir(), nodeName: NODE });
-  const kubeletRoot = mkdtempSync(path.join(os.tmpdir(), 'demo-kubelet-'));
-  const cleanups: (() => Promise<unknown>)[] = [async () => cp.stop(), async () => rmSync(kubeletRoot, { recursive: true, force: true })];
+  const { kc, core, kubelet, agent, stop } = await startLocalCluster({ node: NODE, say });
   try {
-    say(`control plane up at ${cp.server}; node ${NODE} registered; logs in ${cp.logsDir}`);
-    const kc = new KubeConfig();
-    kc.loadFromFile(cp.kubeconfigPath);
-    const kubelet = await startKubeletEmulator({ kc, nodeName: NODE, kubeletRoot });
-    cleanups.unshift(() => kubelet.stop());
-    const agent = await startAgentProcess({ kubeconfig: await agentKubeconfig(kc, kubeletRoot), nodeName: NODE, kubeletRoot, args: ['--log-level=info'] });
-    cleanups.unshift(() => agent.stop());
-    await waitFor(async () => (await agent.get('/readyz')).status === 200, { describe: 'agent ready' });
-    say(`agent running with the ServiceAccount and ClusterRole from daemonset.yaml; /metrics on 127.0.0.1:${agent.healthPort}`);
-
-    const core = kc.makeApiClient(CoreV1Api);
     await waitFor(() => core.readNamespacedServiceAccount({ name: 'default', namespace: NS }));
     const objs = parseAllDocuments(readFileSync(path.join(ROOT, 'examples/daemonset-example.yaml'), 'utf8'))
       .map((d) => d.toJS() as KubernetesObject)
@@ -79,7 +60,7 @@ async function main(): Promise<void> {
     say(`done: the file names DaemonSet podinfo-demo (uid ${ds.metadata!.uid}) again`);
     say(`agent: ${await agent.metric('ownerrefs_file_writes_total')} file writes, ${await agent.metric('ownerrefs_api_requests_total')} API requests in all`);
   } finally {
-    for (const c of cleanups) await c().catch(() => undefined);
+    await stop();
   }
 }
 

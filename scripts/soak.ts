@@ -1,0 +1,120 @@
+// `npm run soak [-- --minutes=30 --pods=50 --rate=20]`: bounded random churn against
+// the local control plane, sampling the agent's RSS and open file descriptors. At the
+// end every file must be correct, and RSS and fds must be flat (not growing with time).
+// Results go to docs/soak/latest.json; exit code 1 if a check fails.
+
+import { readdirSync, readFileSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
+import { FILES, project } from '../projections/index.ts';
+import { mergePatch } from '../test/support/patch.ts';
+import { waitFor } from '../test/support/wait.ts';
+import { startLocalCluster } from './localcluster.ts';
+
+const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, pods: { type: 'string', default: '50' }, rate: { type: 'string', default: '20' } } });
+const MINUTES = Number(values.minutes);
+const PODS = Number(values.pods);
+const RATE = Number(values.rate); // operations per second
+const NS = 'default';
+const t0 = Date.now();
+const say = (msg: string) => process.stdout.write(`${((Date.now() - t0) / 1000).toFixed(0).padStart(6)}s  ${msg}\n`);
+const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
+
+function sample(pid: number) {
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+  return { t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(rssKb / 102.4) / 10, fds: readdirSync(`/proc/${pid}/fd`).length };
+}
+
+async function main(): Promise<number> {
+  const lc = await startLocalCluster({ node: 'soak-node', say });
+  try {
+    const { core, kubelet, agent } = lc;
+    const owners: V1ConfigMap[] = [];
+    for (let i = 0; i < 10; i++) owners.push(await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: `soak-owner-${i}` } } }));
+    const ref = (o: V1ConfigMap) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata!.name!, uid: o.metadata!.uid! });
+    const podBody = (i: number, o: V1ConfigMap): V1Pod => ({
+      metadata: { name: `soak-${i}`, labels: { churn: '0' }, annotations: { 'ownerrefs.dev/volume': 'podinfo' }, ownerReferences: [ref(o)] },
+      spec: { nodeName: 'soak-node', terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: 'busybox' }], volumes: [{ name: 'podinfo', emptyDir: {} }] },
+    });
+    const pods = new Map<number, { pod: V1Pod; owner: V1ConfigMap }>();
+    for (let i = 0; i < PODS; i++) {
+      const owner = pick(owners);
+      pods.set(i, { pod: await core.createNamespacedPod({ namespace: NS, body: podBody(i, owner) }), owner });
+    }
+    const want = (owner: V1ConfigMap) => project({ metadata: { ownerReferences: [ref(owner)] } }).find((f) => f.path === FILES.ownerReferences)!.bytes.toString('utf8');
+    const fileOf = (pod: V1Pod) => path.join(kubelet.volumeDir(pod.metadata!.uid!, 'podinfo'), FILES.ownerReferences);
+    const wrong = () => [...pods.values()].filter(({ pod, owner }) => { try { return readFileSync(fileOf(pod), 'utf8') !== want(owner); } catch { return true; } });
+    await waitFor(() => wrong().length === 0, { timeoutMs: 120_000, describe: 'initial files' });
+    say(`${PODS} pods projected; churning at ${RATE} ops/s for ${MINUTES} min`);
+
+    const samples = [sample(agent.child.pid!)];
+    const ops = { owner: 0, label: 0, recreate: 0, selfheal: 0, failed: 0 };
+    const deadline = t0 + MINUTES * 60_000;
+    let nextSample = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const i = Math.floor(Math.random() * PODS);
+      const entry = pods.get(i)!;
+      const r = Math.random();
+      try {
+        if (r < 0.5) { // the controller story: owners change
+          const owner = pick(owners);
+          await core.patchNamespacedPod({ name: `soak-${i}`, namespace: NS, body: { metadata: { ownerReferences: [ref(owner)] } } }, mergePatch);
+          entry.owner = owner;
+          ops.owner++;
+        } else if (r < 0.85) { // churn that must not cause writes
+          await core.patchNamespacedPod({ name: `soak-${i}`, namespace: NS, body: { metadata: { labels: { churn: String(Date.now()) } } } }, mergePatch);
+          ops.label++;
+        } else if (r < 0.95) { // pod replaced
+          await core.deleteNamespacedPod({ name: `soak-${i}`, namespace: NS, gracePeriodSeconds: 0 });
+          await waitFor(() => core.readNamespacedPod({ name: `soak-${i}`, namespace: NS }).then(() => false, () => true));
+          entry.pod = await core.createNamespacedPod({ namespace: NS, body: podBody(i, entry.owner) });
+          ops.recreate++;
+        } else { // the pod deletes its file
+          rmSync(fileOf(entry.pod), { force: true });
+          ops.selfheal++;
+        }
+      } catch {
+        ops.failed++;
+      }
+      if (Date.now() >= nextSample) {
+        samples.push(sample(agent.child.pid!));
+        nextSample += 15_000;
+        const s = samples.at(-1)!;
+        say(`rss ${s.rssMb} MB, fds ${s.fds}, ops ${JSON.stringify(ops)}`);
+      }
+      await new Promise((res) => setTimeout(res, 1000 / RATE));
+    }
+    await waitFor(() => wrong().length === 0, { timeoutMs: 60_000, describe: 'files converge after churn' }).catch(() => undefined);
+    const left = wrong().length;
+    samples.push(sample(agent.child.pid!));
+    // Flat: compare the mean of the second quarter with the last quarter (the first is warm-up).
+    const q = Math.max(1, Math.floor(samples.length / 4));
+    const mean = (xs: typeof samples, k: 'rssMb' | 'fds') => xs.reduce((n, s) => n + s[k], 0) / xs.length;
+    const early = samples.slice(q, 2 * q);
+    const late = samples.slice(-q);
+    const rssGrowth = mean(late, 'rssMb') / mean(early.length ? early : samples, 'rssMb') - 1;
+    const fdGrowth = mean(late, 'fds') - mean(early.length ? early : samples, 'fds');
+    const writes = await agent.metric('ownerrefs_file_writes_total');
+    const requests = await agent.metric('ownerrefs_api_requests_total');
+    const result = {
+      date: new Date().toISOString(), minutes: MINUTES, pods: PODS, rate: RATE, ops, writes, apiRequests: requests,
+      wrongFilesAtEnd: left, rssGrowthPct: Math.round(rssGrowth * 1000) / 10, fdGrowth: Math.round(fdGrowth * 10) / 10,
+      machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`, samples,
+    };
+    const out = path.join(import.meta.dirname, '..', 'docs', 'soak');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(path.join(out, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
+    const ok = left === 0 && rssGrowth < 0.2 && fdGrowth < 5;
+    say(`${ok ? 'PASS' : 'FAIL'}: ${left} wrong files, RSS ${result.rssGrowthPct}% (2nd quarter -> last), fds ${result.fdGrowth}, ${writes} writes, ${requests} API requests; docs/soak/latest.json`);
+    return ok ? 0 : 1;
+  } finally {
+    await lc.stop();
+  }
+}
+
+main().then((code) => process.exit(code), (err: unknown) => {
+  process.stderr.write(`soak failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
