@@ -12,7 +12,7 @@ const STALL_SECONDS = 4;
 
 describe('API faults', () => {
   // A private control plane (we kill and compact it) and a proxy (we black-hole it).
-  const e = useE2E('faults', { privateControlPlane: 'faults-node', proxy: true, agentArgs: [`--stall-seconds=${STALL_SECONDS}`] });
+  const e = useE2E('faults', { privateControlPlane: 'faults-node', proxy: true, agentArgs: [`--stall-seconds=${STALL_SECONDS}`, '--ready-down-seconds=1'] });
   let burst: Burst;
   let generation = 0;
 
@@ -39,18 +39,22 @@ describe('API faults', () => {
       await burst.setOwner(++generation);
       const inflight = burst.setOwner(++generation); // retried by the test while the server is down
       await e.cp!.killApiserver();
-      await new Promise((r) => setTimeout(r, 3_000)); // the agent backs off meanwhile
+      // Not ready once the pod watch has been down past its bound, but alive throughout:
+      // a restart would not bring the API server back.
+      await waitFor(async () => (await e.agent.get('/readyz')).status === 503, { describe: '/readyz fails during the outage' });
+      expect((await e.agent.get('/healthz')).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 2_000)); // the agent backs off meanwhile
       await e.cp!.startApiserver();
       await inflight;
       await burst.setOwner(++generation);
       await converge(generation, 'after the restart');
+      await waitFor(async () => (await e.agent.get('/readyz')).status === 200, { describe: '/readyz recovers' });
       const made = (await requests()) - before.requests;
       // 2 watches reconnecting with 0.8 s-doubling backoff over ~3 s of outage, plus relists:
       // tens at most; a storm would be hundreds.
       expect(made).toBeLessThan(40);
       expect(e.proxy!.connections - before.connections).toBeLessThan(40);
     });
-    expect((await e.agent.get('/readyz')).status).toBe(200);
   });
 
   it('relists after 410 Gone when its resourceVersion was compacted away, and picks up what it missed', async () => {
