@@ -54,10 +54,18 @@ function unknownCommand(cmd: string): number {
   return 2;
 }
 
+/** Bad flags or values: say so briefly and exit 2, as CLIs do; anything else is a bug or an I/O error. */
+function isUsageError(err: unknown): err is Error {
+  return err instanceof ConfigError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
+}
+
 main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },
   (err: unknown) => {
-    process.stderr.write(`ownerrefs-agent: ${err instanceof ConfigError || err instanceof TypeError ? err.message : err instanceof Error ? err.stack : String(err)}\n`);
-    process.exitCode = err instanceof ConfigError || (err instanceof TypeError && 'code' in err) ? 2 : 1;
+    const usage = isUsageError(err);
+    // System errors (ENOENT on a FILE argument, say) speak for themselves; others are bugs: show where.
+    const brief = usage || (err instanceof Error && 'code' in err);
+    process.stderr.write(`ownerrefs-agent: ${err instanceof Error ? (brief ? err.message : err.stack) : String(err)}\n`);
+    process.exitCode = usage ? 2 : 1;
   },
 );
