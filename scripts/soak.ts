@@ -22,9 +22,15 @@ const t0 = Date.now();
 const say = (msg: string) => process.stdout.write(`${((Date.now() - t0) / 1000).toFixed(0).padStart(6)}s  ${msg}\n`);
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
-function sample(pid: number) {
+/** RSS and fds from /proc; live JS heap from the agent's own metrics (a leak shows there first). */
+async function sample(agent: { child: { pid?: number }; metric(name: string): Promise<number> }) {
+  const pid = agent.child.pid!;
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-  return { t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(rssKb / 102.4) / 10, fds: readdirSync(`/proc/${pid}/fd`).length };
+  const heap = await agent.metric('ownerrefs_nodejs_heap_size_used_bytes');
+  return {
+    t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(rssKb / 102.4) / 10,
+    heapUsedMb: Math.round(heap / 104857.6) / 10, fds: readdirSync(`/proc/${pid}/fd`).length,
+  };
 }
 
 async function main(): Promise<number> {
@@ -49,7 +55,7 @@ async function main(): Promise<number> {
     await waitFor(() => wrong().length === 0, { timeoutMs: 120_000, describe: 'initial files' });
     say(`${PODS} pods projected; churning at ${RATE} ops/s for ${MINUTES} min`);
 
-    const samples = [sample(agent.child.pid!)];
+    const samples = [await sample(agent)];
     const ops = { owner: 0, label: 0, recreate: 0, selfheal: 0, failed: 0 };
     const deadline = t0 + MINUTES * 60_000;
     let nextSample = Date.now() + 15_000;
@@ -79,35 +85,38 @@ async function main(): Promise<number> {
         ops.failed++;
       }
       if (Date.now() >= nextSample) {
-        samples.push(sample(agent.child.pid!));
+        samples.push(await sample(agent));
         nextSample += 15_000;
         const s = samples.at(-1)!;
-        say(`rss ${s.rssMb} MB, fds ${s.fds}, ops ${JSON.stringify(ops)}`);
+        say(`rss ${s.rssMb} MB, heap used ${s.heapUsedMb} MB, fds ${s.fds}, ops ${JSON.stringify(ops)}`);
       }
       await new Promise((res) => setTimeout(res, 1000 / RATE));
     }
     await waitFor(() => wrong().length === 0, { timeoutMs: 60_000, describe: 'files converge after churn' }).catch(() => undefined);
     const left = wrong().length;
-    samples.push(sample(agent.child.pid!));
+    samples.push(await sample(agent));
     // Flat: compare the mean of the second quarter with the last quarter (the first is warm-up).
     const q = Math.max(1, Math.floor(samples.length / 4));
-    const mean = (xs: typeof samples, k: 'rssMb' | 'fds') => xs.reduce((n, s) => n + s[k], 0) / xs.length;
+    const mean = (xs: typeof samples, k: 'rssMb' | 'heapUsedMb' | 'fds') => xs.reduce((n, s) => n + s[k], 0) / xs.length;
     const early = samples.slice(q, 2 * q);
     const late = samples.slice(-q);
     const rssGrowth = mean(late, 'rssMb') / mean(early.length ? early : samples, 'rssMb') - 1;
+    const heapGrowth = mean(late, 'heapUsedMb') / mean(early.length ? early : samples, 'heapUsedMb') - 1;
     const fdGrowth = mean(late, 'fds') - mean(early.length ? early : samples, 'fds');
     const writes = await agent.metric('ownerrefs_file_writes_total');
     const requests = await agent.metric('ownerrefs_api_requests_total');
     const result = {
       date: new Date().toISOString(), minutes: MINUTES, pods: PODS, rate: RATE, ops, writes, apiRequests: requests,
-      wrongFilesAtEnd: left, rssGrowthPct: Math.round(rssGrowth * 1000) / 10, fdGrowth: Math.round(fdGrowth * 10) / 10,
+      wrongFilesAtEnd: left, rssGrowthPct: Math.round(rssGrowth * 1000) / 10, heapGrowthPct: Math.round(heapGrowth * 1000) / 10,
+      fdGrowth: Math.round(fdGrowth * 10) / 10, nodeOptions: process.env.NODE_OPTIONS ?? '',
       machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`, samples,
     };
     const out = path.join(import.meta.dirname, '..', 'docs', 'soak');
     mkdirSync(out, { recursive: true });
     writeFileSync(path.join(out, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
-    const ok = left === 0 && rssGrowth < 0.2 && fdGrowth < 5;
-    say(`${ok ? 'PASS' : 'FAIL'}: ${left} wrong files, RSS ${result.rssGrowthPct}% (2nd quarter -> last), fds ${result.fdGrowth}, ${writes} writes, ${requests} API requests; docs/soak/latest.json`);
+    const ok = left === 0 && rssGrowth < 0.2 && heapGrowth < 0.2 && fdGrowth < 5;
+    say(`${ok ? 'PASS' : 'FAIL'}: ${left} wrong files; 2nd quarter -> last: RSS ${result.rssGrowthPct}%, JS heap ${result.heapGrowthPct}%, fds ${result.fdGrowth}; ` +
+      `${writes} writes, ${requests} API requests; docs/soak/latest.json`);
     return ok ? 0 : 1;
   } finally {
     await lc.stop();
