@@ -9,7 +9,8 @@ RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY agent ./agent
 COPY projections ./projections
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --ignore-scripts
+# The CSI .proto files are loaded at run time from beside the compiled code.
+RUN npx tsc -p tsconfig.build.json && cp -R agent/csi/proto dist/agent/csi/ && npm prune --omit=dev --ignore-scripts
 
 # Runtime: Node 24, production dependencies and compiled JavaScript only.
 FROM node:24-bookworm-slim

@@ -2,12 +2,12 @@
 // Policy lives in reconciler.ts, mechanism in writer.ts, formats in projections/.
 
 import type http from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { AgentConfig } from './config.ts';
 import { ChokidarDirWatcher } from './dirwatch.ts';
 import { startHealthServer } from './health.ts';
-import { KubeApiClient } from './kube/client.ts';
+import { KubeApiClient, type Credentials } from './kube/client.ts';
+import { KubeCredentials } from './kube/kubeconfig.ts';
 import { ApiEventSink } from './kube/events.ts';
 import { Reflector, type RestartReason } from './kube/reflector.ts';
 import { F } from './logfields.ts';
@@ -23,11 +23,9 @@ export interface RunningAgent {
   stop(): Promise<void>;
 }
 
-export function loadKubeConfig(path: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
-  return kc;
+/** Our own loader, not client-node's KubeConfig, whose import costs ~80 MB RSS per node (docs/PERFORMANCE.md). */
+export function loadKubeConfig(path: string | undefined): Credentials {
+  return path ? KubeCredentials.fromFile(path) : KubeCredentials.inCluster();
 }
 
 export async function startAgent(cfg: AgentConfig, log: Logger): Promise<RunningAgent> {
@@ -36,6 +34,8 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     metrics.apiRequests.inc({ verb, code: String(code) });
   });
   const events = new ApiEventSink({ client, node: cfg.nodeName, log });
+  // CSI mode only: its module loads gRPC, which an emptyDir-only agent should not pay for.
+  const csiMod = cfg.csiSocket ? await import('./csi/index.ts') : undefined;
   const reconciler = new Reconciler({
     kubeletRoot: cfg.kubeletRoot,
     writer: new FsVolumeWriter(),
@@ -44,6 +44,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     metrics,
     maxBytes: cfg.maxBytes,
     concurrency: cfg.concurrency,
+    ...(csiMod ? { csiDriver: csiMod.DRIVER_NAME } : {}),
     dirs: (on) => new ChokidarDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error')),
   });
   const nodeConfig = new NodeConfigSource({
@@ -82,6 +83,11 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     stallMs: cfg.stallMs,
   });
 
+  const csi = csiMod && cfg.csiSocket ? await csiMod.startCsi({
+    socket: cfg.csiSocket, registrationDir: cfg.registrationDir, kubeletRoot: cfg.kubeletRoot, nodeName: cfg.nodeName,
+    pods: reconciler, client, ready: () => pods.synced, log, registry: metrics.registry,
+  }) : undefined;
+
   const ready = (): string[] => [
     ...(pods.synced ? [] : ['pod list not synced yet']),
     ...(nodeConfig.configured ? [] : ['node configuration not read yet']),
@@ -105,6 +111,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   return {
     healthPort,
     async stop() {
+      await csi?.stop(); // no new publishes; in-flight ones finish while the reconciler still runs
       clearInterval(resync);
       ac.abort();
       await Promise.allSettled([nodeRun, podRun]);

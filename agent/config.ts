@@ -19,6 +19,10 @@ export interface AgentConfig {
   /** /readyz fails once the pod watch has been down this long. */
   readyDownMs: number;
   concurrency: number;
+  /** CSI mode: serve the ownerrefs.dev driver on this unix socket; undefined: off. */
+  csiSocket?: string | undefined;
+  /** Register the CSI driver with the kubelet here; undefined: do not (a registrar sidecar does). */
+  registrationDir?: string | undefined;
 }
 
 /** Flag name, env var, default, help. README's flag table lists the same rows. */
@@ -33,6 +37,8 @@ export const RUN_FLAGS = {
   'stall-seconds': { env: 'OWNERREFS_STALL_SECONDS', def: String(DEFAULT_STALL_MS / 1000), help: 'replace a watch that sent nothing (not even a bookmark) for this long' },
   'ready-down-seconds': { env: 'OWNERREFS_READY_DOWN_SECONDS', def: '60', help: '/readyz fails after the pod watch has been down this long' },
   concurrency: { env: 'OWNERREFS_CONCURRENCY', def: '4', help: 'volumes written in parallel' },
+  'csi-socket': { env: 'OWNERREFS_CSI_SOCKET', def: '', help: 'serve the CSI driver ownerrefs.dev on this unix socket, the same path on the host (empty: CSI mode off)' },
+  'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: '/var/lib/kubelet/plugins_registry', help: 'register the CSI driver with the kubelet in this directory (empty: do not register)' },
 } as const;
 
 type FlagName = keyof typeof RUN_FLAGS;
@@ -59,6 +65,8 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
   const addr = get('health-addr');
   const m = /^(.*):(\d+)$/.exec(addr);
   if (!m) throw new ConfigError(`--health-addr must be host:port, got ${JSON.stringify(addr)}`);
+  const csiSocket = get('csi-socket');
+  if (csiSocket && !csiSocket.startsWith('/')) throw new ConfigError(`--csi-socket must be an absolute path, got ${JSON.stringify(csiSocket)}`);
   const level = get('log-level');
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(level)) {
     throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, fatal; got ${JSON.stringify(level)}`);
@@ -75,6 +83,8 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
     stallMs: num('stall-seconds', 1) * 1000,
     readyDownMs: num('ready-down-seconds', 1) * 1000,
     concurrency: Math.floor(num('concurrency', 1)),
+    csiSocket: csiSocket || undefined,
+    registrationDir: get('registration-dir') || undefined,
   };
 }
 

@@ -55,7 +55,7 @@ function unknownCommand(cmd: string): number {
 }
 
 /** Bad flags or values: say so briefly and exit 2, as CLIs do; anything else is a bug or an I/O error. */
-function isUsageError(err: unknown): err is Error {
+function isUsageError(err: unknown): boolean {
   return err instanceof ConfigError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
 }
 

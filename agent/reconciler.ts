@@ -12,6 +12,7 @@ import { ALL_FILE_NAMES, FILES, ownersOf, project, type OwnerReference, type Pod
 import { realClock, type Clock } from './clock.ts';
 import type { DirWatchEvents, DirWatcher } from './dirwatch.ts';
 import { ProjectionError } from './errors.ts';
+import { DirLocks, ExtraTargets } from './extratargets.ts';
 import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from './kube/events.ts';
 import type { ReflectorHandler } from './kube/reflector.ts';
 import { F } from './logfields.ts';
@@ -19,8 +20,8 @@ import type { AgentMetrics } from './metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from './nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
 import { KeyedRateLimiter } from './ratelimit.ts';
-import { describe, optedIn, resolveVolumes, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
-import type { VolumeWriter } from './writer.ts';
+import { describe, diskUID, optedIn, resolveVolumes, usesCsiDriver, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
+import type { VolumeTarget, VolumeWriter } from './writer.ts';
 
 export type PodView = PodMeta & PodVolumesView & {
   metadata?: { name?: string; namespace?: string; uid?: string } | undefined;
@@ -28,7 +29,11 @@ export type PodView = PodMeta & PodVolumesView & {
 
 interface Tracked {
   pod: InvolvedObject;
+  /** The pod's directory name under <kubelet>/pods (differs from uid for static pods). */
+  diskUid: string;
   owners: readonly OwnerReference[];
+  /** The annotation's volumes; `volumes` adds the extra (CSI) targets to them. */
+  annotated: ResolvedVolume[];
   volumes: ResolvedVolume[];
   files: ProjectedFile[];
   /** Identifies `files`; a volume is up to date when its synced fingerprint equals this. */
@@ -39,6 +44,8 @@ interface Tracked {
   /** Resolution errors already reported, so status churn does not repeat them. */
   reported: string;
   receivedAt: number;
+  /** Set while the pod's files are refused (TooLarge): a CSI publish fails with it. */
+  refused: ProjectionError | undefined;
 }
 
 export interface ReconcilerOptions {
@@ -54,6 +61,8 @@ export interface ReconcilerOptions {
   maxBytes?: number;
   /** Volumes written in parallel. Default 4. */
   concurrency?: number;
+  /** CSI driver name: pods with an inline volume of this driver are tracked without the annotation. */
+  csiDriver?: string;
 }
 
 export const DEFAULT_MAX_BYTES = 256 * 1024;
@@ -65,6 +74,10 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   readonly #queue: WorkQueue;
   readonly #dirs: DirWatcher;
   readonly #logLimiter: KeyedRateLimiter;
+  readonly #extra: ExtraTargets;
+  /** On-disk UID -> API uid of tracked pods. */
+  readonly #byDisk = new Map<string, string>();
+  readonly #locks = new DirLocks();
   #settings: NodeSettings = DEFAULT_SETTINGS;
 
   constructor(opts: ReconcilerOptions) {
@@ -72,6 +85,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? 4, process: (uid) => this.#process(uid), clock: this.#o.clock });
     this.#dirs = opts.dirs(this);
     this.#logLimiter = new KeyedRateLimiter({ burst: 3, refillMs: 60_000, clock: this.#o.clock });
+    this.#extra = new ExtraTargets(this.#o.clock);
   }
 
   get settings(): NodeSettings {
@@ -95,12 +109,13 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   upsert(pod: PodView): void {
     const uid = pod.metadata?.uid;
     if (!uid) return;
-    if (!optedIn(pod)) {
+    const disk = diskUID(pod).uid ?? uid;
+    if (!optedIn(pod) && !this.#extra.has(disk) && !usesCsiDriver(pod, this.#o.csiDriver)) {
       if (this.#tracked.has(uid)) this.#untrack(uid); // opted out: files stay, updates stop
       return;
     }
     const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
-    const t = this.#tracked.get(uid) ?? this.#track(uid, ref);
+    const t = this.#tracked.get(uid) ?? this.#track(uid, ref, disk);
     const { volumes, errors } = resolveVolumes(pod, this.#o.kubeletRoot);
     const files = project(pod, this.#settings);
     const size = files.reduce((n, f) => n + f.bytes.length, 0);
@@ -109,7 +124,10 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
         `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${this.#o.maxBytes}; files are left as they were`));
     }
     this.#reportResolution(t, errors);
-    this.#setVolumes(uid, t, volumes);
+    t.annotated = volumes;
+    this.#setVolumes(uid, t, [...volumes, ...this.#extra.volumes(disk)]);
+    t.refused = size > this.#o.maxBytes ? errors.at(-1) : undefined;
+    this.#extra.arrived(disk);
     if (size > this.#o.maxBytes) return;
     const fingerprint = fingerprintOf(files);
     if (fingerprint !== t.fingerprint) {
@@ -157,8 +175,71 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   async close(): Promise<void> {
+    this.#extra.close();
     await this.#queue.drain();
     await this.#dirs.close();
+  }
+
+  // CSI (agent/csi/): targets the kubelet publishes, keyed by on-disk pod UID.
+
+  /** Resolves true once a pod with this on-disk UID is tracked (at once if it is), false after `ms`. */
+  waitForPod(diskUid: string, ms: number): Promise<boolean> {
+    return this.#byDisk.has(diskUid) ? Promise.resolve(true) : this.#extra.wait(diskUid, ms);
+  }
+
+  /**
+   * Writes the pod's files into `target`, creating its last directory, and keeps them
+   * current from then on. Resolves once they are on disk; false if no such pod is tracked.
+   * Writes even while the node is paused: a new volume has no files to leave as they are.
+   */
+  async publish(diskUid: string, volume: string, target: VolumeTarget): Promise<boolean> {
+    const uid = this.#byDisk.get(diskUid);
+    const t = uid === undefined ? undefined : this.#tracked.get(uid);
+    if (uid === undefined || !t) return false;
+    if (t.refused) throw t.refused.withContext({ pod: podKey(t), volume });
+    const { files, fingerprint } = t;
+    try {
+      const r = await this.#locks.run(dirOf(target), () => this.#o.writer.sync(target, files, this.#removals(), { createTarget: true }));
+      this.#o.metrics.fileWrites.inc(r.written.length);
+      this.#o.metrics.fileUnchanged.inc(r.unchanged.length);
+    } catch (err) {
+      const e = err instanceof ProjectionError ? err : new ProjectionError('WriteFailed', String(err), {}, err);
+      this.#report(t, e.withContext({ pod: podKey(t), volume }));
+      throw e;
+    }
+    this.adopt(diskUid, volume, target);
+    const now = this.#tracked.get(uid);
+    if (now) {
+      now.synced.set(volume, fingerprint);
+      if (now.fingerprint !== fingerprint) this.#queue.add(uid); // the pod changed during the write
+    }
+    return true;
+  }
+
+  /** Keep `target` current without writing now (a target found published after a restart). */
+  adopt(diskUid: string, volume: string, target: VolumeTarget): void {
+    this.#extra.set(diskUid, volume, target);
+    this.#refreshExtra(diskUid);
+  }
+
+  /** Stops updating `target`, then removes the files the agent wrote there and the directory. */
+  async unpublish(diskUid: string, volume: string, target: VolumeTarget): Promise<string[]> {
+    this.#extra.delete(diskUid, volume);
+    this.#refreshExtra(diskUid);
+    return (await this.#locks.run(dirOf(target), () => this.#o.writer.clear(target, ALL_FILE_NAMES))).removed;
+  }
+
+  #refreshExtra(diskUid: string): void {
+    const uid = this.#byDisk.get(diskUid);
+    const t = uid === undefined ? undefined : this.#tracked.get(uid);
+    if (uid !== undefined && t) this.#setVolumes(uid, t, [...t.annotated, ...this.#extra.volumes(diskUid)]);
+  }
+
+  #removals(): string[] {
+    return [
+      ...(this.#settings.envFile ? [] : [FILES.env]),
+      ...(this.#settings.dependentsFile ? [] : [FILES.dependents]),
+    ];
   }
 
   #verify(dir: string): void {
@@ -169,9 +250,13 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     this.#queue.add(at.uid);
   }
 
-  #track(uid: string, pod: InvolvedObject): Tracked {
-    const t: Tracked = { pod, owners: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), reported: '', receivedAt: 0 };
+  #track(uid: string, pod: InvolvedObject, diskUid: string): Tracked {
+    const t: Tracked = {
+      pod, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(),
+      reported: '', receivedAt: 0, refused: undefined,
+    };
     this.#tracked.set(uid, t);
+    this.#byDisk.set(diskUid, uid);
     this.#o.metrics.podsTracked.set(this.#tracked.size);
     return t;
   }
@@ -181,16 +266,16 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     if (!t) return;
     this.#setVolumes(uid, t, []);
     this.#tracked.delete(uid);
+    if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
     this.#queue.forget(uid);
     this.#logLimiter.forget(uid);
     this.#o.metrics.podsTracked.set(this.#tracked.size);
   }
 
   #setVolumes(uid: string, t: Tracked, volumes: ResolvedVolume[]): void {
-    const dirOf = (v: ResolvedVolume) => path.join(v.target.root, ...v.target.components);
-    const keep = new Set(volumes.map(dirOf));
+    const keep = new Set(volumes.map((v) => dirOf(v.target)));
     for (const v of t.volumes) {
-      const dir = dirOf(v);
+      const dir = dirOf(v.target);
       if (keep.has(dir)) continue;
       this.#byDir.delete(dir);
       this.#dirs.unwatch(dir);
@@ -198,7 +283,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       this.#o.metrics.volumesTracked.dec();
     }
     for (const v of volumes) {
-      const dir = dirOf(v);
+      const dir = dirOf(v.target);
       if (this.#byDir.has(dir)) continue;
       this.#byDir.set(dir, { uid, volume: v.name });
       t.verify.add(v.name); // first sync after (re)start always checks disk: heals crashes
@@ -215,17 +300,16 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       this.#o.log.debug({ [F.pod]: podKey(t), [F.podUID]: uid }, 'paused: not writing');
       return;
     }
-    const remove = [
-      ...(this.#settings.envFile ? [] : [FILES.env]),
-      ...(this.#settings.dependentsFile ? [] : [FILES.dependents]),
-    ];
+    const remove = this.#removals();
     let failed = false;
     for (const v of t.volumes) {
       const { fingerprint, files } = t;
       if (t.synced.get(v.name) === fingerprint && !t.verify.has(v.name)) continue;
+      const dir = dirOf(v.target);
+      if (this.#byDir.get(dir)?.uid !== uid) continue; // dropped (say, unpublished) since the loop began
       t.verify.delete(v.name);
       try {
-        const r = await this.#o.writer.sync(v.target, files, remove);
+        const r = await this.#locks.run(dir, () => this.#o.writer.sync(v.target, files, remove));
         if (this.#tracked.get(uid) !== t) return; // deleted meanwhile
         t.synced.set(v.name, fingerprint);
         this.#o.metrics.fileWrites.inc(r.written.length);
@@ -275,6 +359,10 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
 function podKey(t: Tracked): string {
   return `${t.pod.namespace ?? ''}/${t.pod.name}`;
+}
+
+function dirOf(target: VolumeTarget): string {
+  return path.join(target.root, ...target.components);
 }
 
 function fingerprintOf(files: readonly ProjectedFile[]): string {

@@ -17,12 +17,17 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 // UIDs are hashes. We accept one safe path component: no '/', no leading dot.
 const UID_GRAMMAR = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
+/** A pod UID we are willing to use as a path component (CSI target paths are checked with it too). */
+export function isValidUID(uid: string): boolean {
+  return UID_GRAMMAR.test(uid);
+}
+
 export interface PodVolumesView {
   metadata?: {
     uid?: string | undefined;
     annotations?: Record<string, string> | null | undefined;
   } | undefined;
-  spec?: { volumes?: readonly { name: string; emptyDir?: unknown }[] | null | undefined } | undefined;
+  spec?: { volumes?: readonly { name: string; emptyDir?: unknown; csi?: { driver?: string } | null }[] | null | undefined } | undefined;
 }
 
 export interface ResolvedVolume {
@@ -39,6 +44,11 @@ export interface VolumeResolution {
 /** True when the pod opted in; pods without the annotation cost nothing further. */
 export function optedIn(pod: PodVolumesView): boolean {
   return pod.metadata?.annotations?.[ANNOTATION_VOLUME] !== undefined;
+}
+
+/** True when the pod declares an inline CSI volume of `driver` (CSI mode opts in that way). */
+export function usesCsiDriver(pod: PodVolumesView, driver: string | undefined): boolean {
+  return driver !== undefined && (pod.spec?.volumes ?? []).some((v) => v.csi?.driver === driver);
 }
 
 /** Parse the annotation value: a comma-separated list of volume names. */

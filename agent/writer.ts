@@ -14,6 +14,15 @@
  *   ├── dependentOwnerReferences     (optional, node label)
  *   └── .ownerrefs-tmp.<file>        transient: exists only between steps 4 and 7
  *
+ * CSI mode (agent/csi/): the same files, in a directory the agent creates itself
+ * (step 1a) because the kubelet only makes its parent, and removes on unpublish
+ * (steps 10-12). The pod mounts it read-only, so nothing in it is pod-planted, but
+ * the same rules apply:
+ *
+ *   <root>/pods/<podUID>/volumes/kubernetes.io~csi/<volume>/   (kubelet-owned, 0750)
+ *   ├── vol_data.json                the kubelet's; never touched
+ *   └── mount/                       0755, agent-created: the files as above
+ *
  * Each file is replaced on its own by write-to-temporary + rename, so a reader sees
  * the old bytes or the new bytes, never a partial, empty or missing file. (The
  * kubelet's `..data` symlink swap gives cross-file snapshots, but needs recursive
@@ -40,6 +49,21 @@
  *   9. Close the directory descriptor: nothing is held in a pod's volume between syncs.
  *  On failure after step 4 the temporary is unlinked, and the old file is untouched.
  *  A failure on one file does not stop the others; the first failure is thrown at the end.
+ *
+ *  With { createTarget } (CSI publish), step 1 becomes:
+ *   1a. Walk to the parent as in step 1, then mkdir the last component relative to the
+ *      parent descriptor (EEXIST is fine: whatever is there is then opened like every
+ *      other component, so a symlink planted there is still refused), and fchmod the
+ *      opened directory to 0755 if we own it (mkdir is subject to the umask).
+ *
+ * Algorithm of clear(target, names) (CSI unpublish: remove only what the agent wrote):
+ *  10. Walk to the target as in step 1 (the target too is opened O_NOFOLLOW). ENOENT
+ *      anywhere: already gone, nothing to do (unpublish is idempotent).
+ *  11. Unlink each temporary, and each of `names` that is a regular agent-owned file,
+ *      as in step 8. Anything else is left where it is. Close the target.
+ *  12. Walk to the parent, and rmdir the target relative to its descriptor. rmdir never
+ *      follows a symlink and never removes a non-empty directory: ENOTEMPTY means
+ *      entries the agent did not write, reported as NameTaken and left in place.
  */
 
 import { constants as C, type Stats } from 'node:fs';
@@ -59,14 +83,23 @@ export interface SyncResult {
   removed: string[];
 }
 
+export interface SyncOptions {
+  /** Create the last component of the target if missing (step 1a; CSI publish only). */
+  createTarget?: boolean;
+}
+
 /** The seam the agent uses; tests may pass a fake. */
 export interface VolumeWriter {
-  sync(target: VolumeTarget, files: readonly ProjectedFile[], remove?: readonly string[]): Promise<SyncResult>;
+  sync(target: VolumeTarget, files: readonly ProjectedFile[], remove?: readonly string[], opts?: SyncOptions): Promise<SyncResult>;
+  /** Steps 10-12: remove the agent's files among `names`, then the target directory itself. */
+  clear(target: VolumeTarget, names: readonly string[]): Promise<{ removed: string[] }>;
 }
 
 const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
 const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
 const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
+/** A CSI target directory: readable by any uid in the pod, writable by the agent only. */
+const TARGET_DIR_MODE = 0o755;
 
 export const TEMP_PREFIX = '.ownerrefs-tmp.';
 
@@ -83,11 +116,11 @@ export class FsVolumeWriter implements VolumeWriter {
     this.#uid = opts.uid ?? process.getuid?.() ?? 0;
   }
 
-  async sync(target: VolumeTarget, files: readonly ProjectedFile[], remove: readonly string[] = []): Promise<SyncResult> {
+  async sync(target: VolumeTarget, files: readonly ProjectedFile[], remove: readonly string[] = [], opts: SyncOptions = {}): Promise<SyncResult> {
     for (const f of [...files.map((x) => x.path), ...remove]) {
       if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(f)}`, { file: f });
     }
-    const dir = await openDirectory(target); // step 1
+    const dir = await openDirectory(target, opts.createTarget); // step 1 (1a)
     const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
     const result: SyncResult = { written: [], unchanged: [], removed: [] };
     let firstError: unknown;
@@ -100,6 +133,7 @@ export class FsVolumeWriter implements VolumeWriter {
       }
     };
     try {
+      if (opts.createTarget) await this.#targetMode(dir); // step 1a
       for (const f of files) await each(f.path, () => unlinkIfPresent(at(TEMP_PREFIX + f.path), f.path)); // step 2
       for (const f of files) {
         await each(f.path, async () => {
@@ -127,6 +161,43 @@ export class FsVolumeWriter implements VolumeWriter {
     return result;
   }
 
+  async clear(target: VolumeTarget, names: readonly string[]): Promise<{ removed: string[] }> {
+    const last = target.components.at(-1);
+    for (const f of [...names, last ?? '']) {
+      if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(f)}`);
+    }
+    const removed: string[] = [];
+    const dir = await openDirectory(target).catch(absentAsNull); // step 10
+    if (!dir) return { removed };
+    try {
+      for (const name of names) { // step 11
+        const at = `/proc/self/fd/${dir.fd}/${name}`;
+        await unlinkIfPresent(`/proc/self/fd/${dir.fd}/${TEMP_PREFIX}${name}`, name);
+        const st = await lstatOrNull(at, name);
+        if (st?.isFile() && st.uid === this.#uid) {
+          await unlinkIfPresent(at, name);
+          removed.push(name);
+        }
+      }
+    } finally {
+      await dir.close();
+    }
+    const parent = await openDirectory({ root: target.root, components: target.components.slice(0, -1) }).catch(absentAsNull);
+    if (!parent) return { removed };
+    try {
+      await fs.rmdir(`/proc/self/fd/${parent.fd}/${last}`); // step 12
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') {
+        throw new ProjectionError('NameTaken', `${last} holds entries the agent did not write; they are left in place`, {}, err);
+      }
+      if (code !== 'ENOENT') throw code === 'ENOTDIR' ? dirError(err, last!) : ioError(err, last!, 'removing');
+    } finally {
+      await parent.close();
+    }
+    return { removed };
+  }
+
   async #isCurrent(path: string, f: ProjectedFile): Promise<boolean> {
     const st = await lstatOrNull(path, f.path);
     if (!st || !this.#ours(st, f)) return false;
@@ -149,25 +220,35 @@ export class FsVolumeWriter implements VolumeWriter {
     }
   }
 
+  /** mkdir is subject to the umask: make a target we own readable by every uid in the pod. */
+  async #targetMode(dir: fs.FileHandle): Promise<void> {
+    const st = await dir.stat();
+    if (st.uid === this.#uid && (st.mode & 0o7777) !== TARGET_DIR_MODE) await dir.chmod(TARGET_DIR_MODE);
+  }
+
   #ours(st: Stats, f: ProjectedFile): boolean {
     return st.isFile() && st.uid === this.#uid && (st.mode & 0o7777) === f.mode && st.size === f.bytes.length;
   }
 }
 
-async function openDirectory(target: VolumeTarget): Promise<fs.FileHandle> {
+/** Steps 1 and 1a (`createLast`); step 10 too. */
+async function openDirectory(target: VolumeTarget, createLast = false): Promise<fs.FileHandle> {
   let dir: fs.FileHandle;
   try {
     dir = await fs.open(target.root, C.O_RDONLY | C.O_DIRECTORY); // the root is trusted configuration
   } catch (err) {
     throw dirError(err, target.root);
   }
-  for (const c of target.components) {
+  for (const [i, c] of target.components.entries()) {
     if (!isSafeComponent(c)) {
       await dir.close();
       throw new ProjectionError('UnsafePath', `refusing path component ${JSON.stringify(c)}`);
     }
     try {
-      const next = await fs.open(`/proc/self/fd/${dir.fd}/${c}`, DIR_FLAGS);
+      const at = `/proc/self/fd/${dir.fd}/${c}`;
+      // EEXIST: whatever is there is opened below like any component (a symlink fails ELOOP).
+      if (createLast && i === target.components.length - 1) await fs.mkdir(at, TARGET_DIR_MODE).catch(unlessExists);
+      const next = await fs.open(at, DIR_FLAGS);
       await dir.close();
       dir = next;
     } catch (err) {
@@ -176,6 +257,16 @@ async function openDirectory(target: VolumeTarget): Promise<fs.FileHandle> {
     }
   }
   return dir;
+}
+
+function unlessExists(err: unknown): void {
+  if (errnoOf(err) !== 'EEXIST') throw err;
+}
+
+/** Steps 10 and 12: a directory already gone is nothing to remove. */
+function absentAsNull(err: unknown): null {
+  if (err instanceof ProjectionError && err.reason === 'VolumeNotFound') return null;
+  throw err;
 }
 
 function dirError(err: unknown, component: string): ProjectionError {

@@ -1,13 +1,12 @@
 // A small HTTPS client for the few API calls the agent makes (list, watch, events).
 //
-// We use @kubernetes/client-node's KubeConfig for what it is good at (kubeconfig and
-// in-cluster loading, client certs, token files, exec/OIDC auth), but not its watch
-// or informer: the agent needs control of the watch parameters (bookmarks, server
-// timeouts), of reconnection, and a stall watchdog on the raw byte stream.
+// Not @kubernetes/client-node's watch or informer: the agent needs control of the
+// watch parameters (bookmarks, server timeouts), of reconnection, and a stall watchdog
+// on the raw byte stream. Credentials come from a Credentials source (kubeconfig.ts by
+// default; client-node's KubeConfig has the same two methods and works too).
 
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import type { KubeConfig } from '@kubernetes/client-node';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -28,6 +27,12 @@ export interface ApiClient {
   stream(path: string, signal: AbortSignal): Promise<IncomingMessage>;
 }
 
+/** Where the server address and per-request TLS material and token come from. */
+export interface Credentials {
+  getCurrentCluster(): { server: string } | null;
+  applyToHTTPSOptions(opts: https.RequestOptions): Promise<void>;
+}
+
 export interface RequestObserver {
   (verb: string, path: string, status: number | 'error'): void;
 }
@@ -35,13 +40,13 @@ export interface RequestObserver {
 const REQUEST_TIMEOUT_MS = 30_000;
 
 export class KubeApiClient implements ApiClient {
-  readonly #kc: KubeConfig;
+  readonly #kc: Credentials;
   readonly #server: URL;
   readonly #observe: RequestObserver;
   #agent: https.Agent | undefined;
   #tlsKey = '';
 
-  constructor(kc: KubeConfig, observe: RequestObserver = () => {}) {
+  constructor(kc: Credentials, observe: RequestObserver = () => {}) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     this.#kc = kc;

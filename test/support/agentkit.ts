@@ -42,8 +42,9 @@ afterEach(async () => {
   for (const r of open.splice(0)) await r.close();
 });
 
-export function agentKit(opts: { maxBytes?: number; events?: EventSink } = {}) {
-  const root = tmpDir('kubelet-');
+/** `root`: an existing kubelet root (a restarted agent); default a fresh one. */
+export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDriver?: string; root?: string } = {}) {
+  const root = opts.root ?? tmpDir('kubelet-');
   const events = new RecordingEvents();
   const { log, lines } = memoryLogger();
   const metrics = new AgentMetrics({ processMetrics: false });
@@ -54,10 +55,11 @@ export function agentKit(opts: { maxBytes?: number; events?: EventSink } = {}) {
     log,
     metrics,
     ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
+    ...(opts.csiDriver ? { csiDriver: opts.csiDriver } : {}),
     dirs: (on) => new ChokidarDirWatcher(root, on, (err) => log.error({ err }, 'watch error')),
   });
   open.push(reconciler);
   const counter = async (name: string) =>
     (await metrics.registry.getSingleMetric(name)?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
-  return { root, reconciler, events, lines, metrics, writes: () => counter('ownerrefs_file_writes_total') };
+  return { root, reconciler, events, lines, log, metrics, writes: () => counter('ownerrefs_file_writes_total') };
 }

@@ -28,7 +28,7 @@ export interface PodSpec {
   owners?: OwnerReference[] | null;
   annotation?: string | undefined;
   annotations?: Record<string, string>;
-  volumes?: { name: string; emptyDir?: unknown; configMap?: unknown; hostPath?: unknown }[];
+  volumes?: { name: string; emptyDir?: unknown; configMap?: unknown; hostPath?: unknown; csi?: { driver?: string; readOnly?: boolean } }[];
 }
 
 let counter = 0;

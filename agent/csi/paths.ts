@@ -1,0 +1,58 @@
+// The one shape of target path the driver accepts. The kubelet is trusted, but the
+// path is still checked before any of it is used: a request that does not name
+// <kubelet-root>/pods/<pod-uid>/volumes/kubernetes.io~csi/<volume>/mount, with each
+// component a plain name, is refused before the filesystem is touched. The writer
+// then walks those components one by one with O_NOFOLLOW (agent/writer.ts).
+
+import path from 'node:path';
+import { describe, isValidUID } from '../volumes.ts';
+import { isSafeComponent, type VolumeTarget } from '../writer.ts';
+
+/** The kubelet's directory for CSI volumes inside a pod's volumes directory. */
+export const CSI_PLUGIN_DIR = 'kubernetes.io~csi';
+/** The kubelet publishes to <volume>/mount and keeps vol_data.json beside it. */
+export const MOUNT_DIR = 'mount';
+export const VOL_DATA_FILE = 'vol_data.json';
+
+// An inline volume's directory is its name in spec.volumes (a DNS-1123 label); a
+// persistent volume's is the PV name (a DNS-1123 subdomain). Accept the wider one,
+// so a refusal for a PV says "ephemeral only" rather than "bad path".
+const VOLUME_DIR = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+export interface CsiTarget {
+  /** The pod's directory name under <kubelet-root>/pods. */
+  diskUid: string;
+  /** The volume's directory name (its name in the pod spec). */
+  volume: string;
+  /** For the writer: the trusted root and the components below it, ending in "mount". */
+  target: VolumeTarget;
+}
+
+export function targetFor(kubeletRoot: string, diskUid: string, volume: string): CsiTarget {
+  return {
+    diskUid,
+    volume,
+    target: { root: path.resolve(kubeletRoot), components: ['pods', diskUid, 'volumes', CSI_PLUGIN_DIR, volume, MOUNT_DIR] },
+  };
+}
+
+/** The target a path names, or a sentence saying why it is refused. */
+export function parseTargetPath(kubeletRoot: string, targetPath: string): CsiTarget | string {
+  const root = path.resolve(kubeletRoot);
+  const shape = `<kubelet-root>/pods/<pod-uid>/volumes/${CSI_PLUGIN_DIR}/<volume>/${MOUNT_DIR} with kubelet root ${root}`;
+  const quoted = describe(targetPath, 200);
+  if (targetPath.includes('\0') || !path.isAbsolute(targetPath) || path.normalize(targetPath) !== targetPath || targetPath.endsWith('/')) {
+    return `target_path ${quoted} is not a clean absolute path`;
+  }
+  const prefix = root === '/' ? '/' : root + '/';
+  if (!targetPath.startsWith(prefix)) return `target_path ${quoted} is not below the kubelet root; expected ${shape}`;
+  const parts = targetPath.slice(prefix.length).split('/');
+  const [pods, uid, volumes, plugin, volume, mount] = parts;
+  if (parts.length !== 6 || pods !== 'pods' || volumes !== 'volumes' || plugin !== CSI_PLUGIN_DIR || mount !== MOUNT_DIR ||
+    uid === undefined || volume === undefined) {
+    return `target_path ${quoted} does not have the kubelet's layout; expected ${shape}`;
+  }
+  if (!isValidUID(uid) || !isSafeComponent(uid)) return `target_path ${quoted}: ${describe(uid)} is not a valid pod UID`;
+  if (!VOLUME_DIR.test(volume) || !isSafeComponent(volume)) return `target_path ${quoted}: ${describe(volume)} is not a valid volume name`;
+  return targetFor(root, uid, volume);
+}

@@ -1,0 +1,170 @@
+// Builds and runs the agent the way it ships (compiled JavaScript, NODE_ENV=production,
+// as in the Dockerfile) and reads its /metrics. Also builds a "baseline" agent from a
+// git ref, to measure memory before and after a change on the same cluster.
+
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { nowMs } from './stats.ts';
+
+const ROOT = path.join(import.meta.dirname, '..', '..');
+export const TMP = path.join(ROOT, 'bench', 'results', 'tmp'); // git-ignored
+const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+/** Compiles agent/ and projections/ of the work tree (or of `ref`) to JS; returns main.js. */
+export function buildAgent(ref?: string): string {
+  const name = ref ? `baseline-${ref.replace(/[^\w.-]/g, '_')}` : 'current';
+  const src = path.join(TMP, name);
+  rmSync(src, { recursive: true, force: true });
+  mkdirSync(src, { recursive: true });
+  if (ref) {
+    // Below the repo root, so bare imports resolve to the same node_modules.
+    const tar = execFileSync('git', ['-C', ROOT, 'archive', ref, 'agent', 'projections', 'tsconfig.json', 'tsconfig.build.json']);
+    execFileSync('tar', ['-x', '-C', src], { input: tar });
+  } else {
+    for (const p of ['agent', 'projections', 'tsconfig.json', 'tsconfig.build.json']) cpSync(path.join(ROOT, p), path.join(src, p), { recursive: true });
+  }
+  // --noCheck: emit only; type errors are the type-check's business, not the benchmark's.
+  execFileSync(process.execPath, [TSC, '-p', path.join(src, 'tsconfig.build.json'), '--noCheck', '--outDir', path.join(src, 'dist')], { stdio: 'inherit' });
+  const main = path.join(src, 'dist', 'agent', 'main.js');
+  if (!existsSync(main)) throw new Error(`build produced no ${main}`);
+  return main;
+}
+
+/**
+ * Compiles bench/variants (the what-if dir watcher and its loader hook) to JS, so the
+ * compiled agent can load it without TypeScript support; returns the hook to --import.
+ */
+export function buildVariants(): string {
+  const out = path.join(TMP, 'variants');
+  const dir = path.join(ROOT, 'bench', 'variants');
+  execFileSync(process.execPath, [TSC, '--noCheck', '--module', 'nodenext', '--target', 'es2024', '--outDir', out,
+    path.join(dir, 'hook.ts'), path.join(dir, 'fswatch.ts')], { stdio: 'inherit' });
+  return path.join(out, 'hook.js');
+}
+
+/**
+ * The compiled agent as one file (rolldown, which vitest's vite brings along), to see
+ * whether bundling saves memory. Undefined when rolldown is not installed.
+ */
+export function bundleAgent(mainJs: string): string | undefined {
+  const bin = path.join(ROOT, 'node_modules', 'rolldown', 'bin', 'cli.mjs');
+  if (!existsSync(bin)) return undefined;
+  const out = path.join(path.dirname(path.dirname(mainJs)), 'bundle');
+  rmSync(out, { recursive: true, force: true });
+  try {
+    // A directory, not one file: lazily imported modules become their own chunks.
+    execFileSync(process.execPath, [bin, mainJs, '--platform', 'node', '--format', 'esm', '-d', out], { stdio: 'pipe' });
+  } catch (err) {
+    process.stderr.write(`bundling skipped: ${String((err as { stderr?: Buffer }).stderr ?? err).slice(0, 500)}\n`);
+    return undefined;
+  }
+  return path.join(out, 'main.js');
+}
+
+/** File system type of a directory (for the report). */
+export function fsType(dir: string): string {
+  try {
+    return execFileSync('stat', ['-f', '-c', '%T', dir]).toString().trim();
+  } catch {
+    return '?';
+  }
+}
+
+export interface RunningAgentProc {
+  child: ChildProcess;
+  pid: number;
+  healthPort: number;
+  /** CLOCK_MONOTONIC ms at spawn, and when the 'agent started' log line arrived. */
+  spawnedAt: number;
+  startedAt: number;
+  metrics(): Promise<Map<string, number>>;
+  /** Sum of a metric over label sets containing `labels`. */
+  metric(name: string, labels?: string): Promise<number>;
+  ready(): Promise<boolean>;
+  stop(): Promise<void>;
+  logs(): string;
+}
+
+// Agents still running when the bench exits (a crash, say) go with it.
+const running = new Set<ChildProcess>();
+process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
+
+export async function startAgent(opts: {
+  main: string; kubeconfig: string; nodeName: string; kubeletRoot: string; args?: string[];
+  /** Node's own flags, e.g. --cpu-prof. */
+  nodeArgs?: string[];
+}): Promise<RunningAgentProc> {
+  const spawnedAt = nowMs();
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.main, 'run',
+    `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
+    '--health-addr=127.0.0.1:0', '--log-level=info', ...(opts.args ?? [])],
+  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  let raw = '';
+  const started = new Promise<{ port: number; at: number }>((resolve, reject) => {
+    let partial = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      const at = nowMs();
+      raw += d.toString();
+      partial += d.toString();
+      const lines = partial.split('\n');
+      partial = lines.pop()!;
+      for (const l of lines) {
+        try {
+          const j = JSON.parse(l) as { msg?: string; healthPort?: number };
+          if (j.msg === 'agent started') resolve({ port: j.healthPort!, at });
+        } catch { /* not JSON */ }
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
+    child.once('exit', (code) => reject(new Error(`agent exited ${code} before starting:\n${raw.slice(-3000)}`)));
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const { port, at } = await started;
+  const metrics = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const m = new Map<string, number>();
+    for (const l of text.split('\n')) {
+      if (!l || l.startsWith('#')) continue;
+      const sp = l.lastIndexOf(' ');
+      m.set(l.slice(0, sp), Number(l.slice(sp + 1)));
+    }
+    return m;
+  };
+  return {
+    child, pid: child.pid!, healthPort: port, spawnedAt, startedAt: at, metrics,
+    async metric(name, labels = '') {
+      let n = 0;
+      for (const [k, v] of await metrics()) {
+        if ((k === name || k.startsWith(`${name}{`)) && k.includes(labels)) n += v;
+      }
+      return n;
+    },
+    async ready() {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
+      } catch {
+        return false;
+      }
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    },
+    logs: () => raw,
+  };
+}
+
+/** Per-bucket counts of a Prometheus histogram from a metrics map (cumulative `le` buckets). */
+export function histogram(m: Map<string, number>, name: string): { le: number; count: number }[] {
+  const out: { le: number; count: number }[] = [];
+  for (const [k, v] of m) {
+    const hit = new RegExp(`^${name}_bucket\\{.*le="([^"]+)"`).exec(k);
+    if (hit) out.push({ le: hit[1] === '+Inf' ? Infinity : Number(hit[1]), count: v });
+  }
+  return out.sort((a, b) => a.le - b.le);
+}

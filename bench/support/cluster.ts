@@ -1,0 +1,101 @@
+// The benchmark's cluster: the harness's real control plane, a node with room for
+// 1,000+ pods, owner objects, and a FlowSchema that makes the API server count the
+// agent's requests by itself (server-side, independent of the agent's own metric).
+
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeApiClient, ApiError } from '../../agent/kube/client.ts';
+import { KubeCredentials } from '../../agent/kube/kubeconfig.ts';
+import { newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../../test/controlplane/controlplane.ts';
+import { createTestNode } from '../../test/controlplane/node.ts';
+import { agentKubeconfig } from '../../test/support/agentproc.ts';
+
+const ROOT = path.join(import.meta.dirname, '..', '..');
+export const NS = 'bench';
+/** FlowSchema that matches only the agent's ServiceAccount (daemonset.yaml). */
+export const AGENT_FLOW_SCHEMA = 'ownerrefs-bench-agent';
+export const MERGE = 'application/merge-patch+json';
+
+export interface Owner { name: string; uid: string }
+
+export interface BenchCluster {
+  cp: ControlPlane;
+  api: KubeApiClient;
+  nodeName: string;
+  agentKubeconfig: string;
+  owners: [Owner, Owner];
+  versions: { kubernetes: string; etcd: string };
+  /** Requests the API server dispatched for the agent's ServiceAccount (APF counter). */
+  agentRequests(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export async function startBenchCluster(nodeName: string, workDir: string): Promise<BenchCluster> {
+  const binDir = execFileSync('bash', [path.join(ROOT, 'test/controlplane/build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
+    .toString().trim().split('\n').pop()!;
+  await reapLeftoverControlPlanes();
+  const cp = await startControlPlane({ binDir, workDir: await newWorkDir() });
+  try {
+    const api = new KubeApiClient(KubeCredentials.fromFile(cp.kubeconfigPath) as unknown as KubeConfig);
+    const kc = new KubeConfig();
+    kc.loadFromFile(cp.kubeconfigPath);
+    // The harness's node helper, then room for more than its 250 pods.
+    await createTestNode(kc, nodeName);
+    const pods = { pods: '2000' };
+    await api.json('PATCH', `/api/v1/nodes/${nodeName}/status`, { status: { capacity: pods, allocatable: pods } }, MERGE);
+    await api.json('POST', '/api/v1/namespaces', { metadata: { name: NS } });
+    const owners = await Promise.all(['owner-a', 'owner-b'].map(async (name) => {
+      const cm = await api.json<{ metadata: { uid: string } }>('POST', `/api/v1/namespaces/${NS}/configmaps`, { metadata: { name } });
+      return { name, uid: cm.metadata.uid };
+    })) as [Owner, Owner];
+    const agentKc = await agentKubeconfig(kc, workDir);
+    const sa = { name: 'ownerrefs-agent', namespace: 'ownerrefs-system' };
+    await api.json('POST', '/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas', {
+      metadata: { name: AGENT_FLOW_SCHEMA },
+      spec: {
+        // Before the suggested service-accounts schema (9000); same priority level it uses.
+        matchingPrecedence: 500,
+        priorityLevelConfiguration: { name: 'workload-low' },
+        distinguisherMethod: { type: 'ByUser' },
+        rules: [{
+          subjects: [{ kind: 'ServiceAccount', serviceAccount: sa }],
+          resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }],
+          nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+        }],
+      },
+    });
+    const version = await api.json<{ gitVersion: string }>('GET', '/version');
+    const etcdVersion = execFileSync(path.join(binDir, 'etcd'), ['--version']).toString().match(/etcd Version: (\S+)/)?.[1] ?? '?';
+    return {
+      cp, api, nodeName, agentKubeconfig: agentKc, owners,
+      versions: { kubernetes: version.gitVersion, etcd: etcdVersion },
+      async agentRequests() {
+        const text = await rawGet(api, '/metrics');
+        return text.split('\n')
+          .filter((l) => l.startsWith('apiserver_flowcontrol_dispatched_requests_total{') && l.includes(`flow_schema="${AGENT_FLOW_SCHEMA}"`))
+          .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      },
+      async stop() {
+        api.close();
+        await cp.stop();
+      },
+    };
+  } catch (err) {
+    await cp.stop();
+    throw err;
+  }
+}
+
+/** GET of a non-JSON endpoint (metrics) through the same client. */
+async function rawGet(api: KubeApiClient, p: string): Promise<string> {
+  const ac = new AbortController();
+  const res = await api.stream(p, ac.signal);
+  let text = '';
+  for await (const c of res) text += String(c);
+  return text;
+}
+
+export function isConflict(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 409;
+}

@@ -1,0 +1,202 @@
+// One measured agent life at N pods: start-up, propagation bursts against the floor,
+// unrelated churn, memory, CPU and API cost. The caller has created the pods, reset
+// their owner and removed their files; this starts the agent (through `start`) and
+// stops it at the end.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { histogram, type RunningAgentProc } from './agent.ts';
+import type { BenchCluster } from './cluster.ts';
+import type { ProbeProcess } from './ipc.ts';
+import { loadavg } from './machine.ts';
+import { churn, expectedFile, selfGets, switchOwners, type BenchPod } from './pods.ts';
+import { cpuBetween, sample } from './proc.ts';
+import { dist, nowMs, round } from './stats.ts';
+
+const WAIT_MS = 120_000; // give-up bound per wait; never a pass/fail threshold
+const SETTLE_MS = 3_000;
+
+interface FileProbeResult { times: Record<string, number>; missing: string[] }
+
+export interface MeasureOptions {
+  say: (msg: string) => void;
+  /** CPU under which the agent counts as idle per 250 ms (V8's profiler alone uses more). */
+  quietCpuS: number;
+}
+
+export async function measureN(n: number, pods: BenchPod[], cluster: BenchCluster, floor: ProbeProcess, files: ProbeProcess,
+  start: () => Promise<RunningAgentProc>, o: MeasureOptions): Promise<Record<string, unknown>> {
+  let agent: RunningAgentProc | undefined;
+  try {
+    return await measure(n, pods, cluster, floor, files, async () => (agent = await start()), o);
+  } finally {
+    await agent?.stop(); // idempotent: measure() stops it itself before its API-cost step
+  }
+}
+
+async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor: ProbeProcess, files: ProbeProcess,
+  start: () => Promise<RunningAgentProc>, o: MeasureOptions): Promise<Record<string, unknown>> {
+  const say = o.say;
+  const out: Record<string, unknown> = { n, load: loadavg() };
+  const apf0 = await cluster.agentRequests();
+  const api0 = procOf(cluster.cp.pids.apiserver);
+
+  // Start-up: spawn -> every pod's ownerReferences file present with the right bytes.
+  await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: expectedFile(p.owner) })) });
+  const agent = await start();
+  let readyAt = 0;
+  const readyPoll = (async () => {
+    while (!(await agent.ready())) await sleep(10);
+    readyAt = nowMs();
+  })();
+  const up = await files.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS });
+  await readyPoll;
+  if (up.missing.length) throw new Error(`start-up: ${up.missing.length} pods never got their files`);
+  const fileTimes = Object.values(up.times).map((t) => t - agent.spawnedAt);
+  const api1 = procOf(cluster.cp.pids.apiserver);
+  out.startup = {
+    allFilesMs: round(Math.max(...fileTimes), 1),
+    firstFileMs: round(Math.min(...fileTimes), 1),
+    agentStartedLogMs: round(agent.startedAt - agent.spawnedAt, 1),
+    readyMs: round(readyAt - agent.spawnedAt, 1),
+    apiserverCpuS: round(api1.cpuS - api0.cpuS),
+  };
+  say(`N=${n} start-up: all files after ${Math.max(...fileTimes).toFixed(0)} ms (process up ${(agent.startedAt - agent.spawnedAt).toFixed(0)} ms, ready ${(readyAt - agent.spawnedAt).toFixed(0)} ms)`);
+  const m0 = await agent.metrics();
+  await sleep(SETTLE_MS);
+  const sUp = sample(agent.pid);
+
+  // Propagation: switch every pod's owner in bursts; per pod, write returned -> file / floor event.
+  const rounds = Math.min(5, Math.max(2, Math.ceil(1000 / n)));
+  const agentMs: number[] = [];
+  const floorMs: number[] = [];
+  const addedMs: number[] = [];
+  const writeMs: number[] = [];
+  const burstS: number[] = [];
+  const c0 = sample(agent.pid);
+  for (let r = 0; r < rounds; r++) {
+    const to = cluster.owners[(r + 1) % 2]!;
+    await floor.call('arm', { expect: Object.fromEntries(pods.map((p) => [p.uid, to.uid])) });
+    await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: expectedFile(to) })) });
+    const b0 = nowMs();
+    const w = await switchOwners(cluster.api, pods, to);
+    burstS.push((nowMs() - b0) / 1000);
+    const [fl, fi] = await Promise.all([
+      floor.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }),
+      files.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }),
+    ]);
+    if (fl.missing.length || fi.missing.length) throw new Error(`propagation: floor missed ${fl.missing.length}, files missed ${fi.missing.length}`);
+    for (const p of pods) {
+      const ret = w.returned.get(p.uid)!;
+      agentMs.push(fi.times[p.uid]! - ret);
+      floorMs.push(fl.times[p.uid]! - ret);
+      addedMs.push(fi.times[p.uid]! - fl.times[p.uid]!);
+    }
+    writeMs.push(...w.writeMs);
+  }
+  const c1 = sample(agent.pid);
+  const m1 = await agent.metrics();
+  const a = dist(agentMs);
+  const f = dist(floorMs);
+  out.propagation = {
+    rounds, events: agentMs.length, burstSeconds: burstS.map((s) => round(s, 2)),
+    agentMs: a, floorMs: f, agentMinusFloorMs: dist(addedMs), apiWriteMs: dist(writeMs),
+    ratio: { p50: round(a.p50 / f.p50, 2), p95: round(a.p95 / f.p95, 2), p99: round(a.p99 / f.p99, 2), max: round(a.max / f.max, 2) },
+    agentCpuS: round(cpuBetween(c0, c1)),
+    agentCpuPerEventUs: round((cpuBetween(c0, c1) * 1e6) / agentMs.length, 1),
+    fileWrites: (m1.get('ownerrefs_file_writes_total') ?? 0) - (m0.get('ownerrefs_file_writes_total') ?? 0),
+    // Files re-read and found correct: the agent verifying its own writes (dir-watch events).
+    diskVerifications: (m1.get('ownerrefs_file_unchanged_total') ?? 0) - (m0.get('ownerrefs_file_unchanged_total') ?? 0),
+    // The agent's own view (event received -> renamed), from its histogram, per bucket.
+    agentHistogram: diffHistogram(histogram(m1, 'ownerrefs_propagation_seconds'), histogram(m0, 'ownerrefs_propagation_seconds')),
+    samples: { agentMs: agentMs.map((x) => round(x, 2)), floorMs: floorMs.map((x) => round(x, 2)) },
+    load: loadavg(),
+  };
+  say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms; floor p50 ${f.p50} p99 ${f.p99} ms`);
+
+  // Unrelated churn: labels and status, never ownerReferences.
+  const churnRounds = Math.max(2, Math.ceil(2000 / n));
+  await floor.call('count', { reset: true });
+  await files.call('count', { reset: true });
+  const w0 = await agent.metric('ownerrefs_file_writes_total');
+  const u0 = await agent.metric('ownerrefs_file_unchanged_total');
+  const cc0 = sample(agent.pid);
+  const ch0 = nowMs();
+  for (let r = 0; r < churnRounds; r++) await churn(cluster.api, pods, r);
+  const expected = churnRounds * pods.length;
+  await waitUntil(async () => ((await floor.call<{ events: number }>('count')).events >= expected), 'floor saw all churn events');
+  await waitIdle(agent.pid, o.quietCpuS);
+  const cc1 = sample(agent.pid);
+  const seen = (await floor.call<{ events: number; bytes: number }>('count')) as { events: number; bytes: number };
+  out.churn = {
+    rounds: churnRounds, updates: expected, watchEvents: seen.events, avgEventBytes: Math.round(seen.bytes / seen.events),
+    seconds: round((nowMs() - ch0) / 1000, 2),
+    fileWrites: (await agent.metric('ownerrefs_file_writes_total')) - w0,
+    diskVerifications: (await agent.metric('ownerrefs_file_unchanged_total')) - u0,
+    inotifyEventsOnAgentFiles: (await files.call<{ events: number }>('count')).events,
+    agentCpuS: round(cpuBetween(cc0, cc1)),
+    agentCpuPerEventUs: round((cpuBetween(cc0, cc1) * 1e6) / expected, 1),
+    load: loadavg(),
+  };
+  say(`N=${n} churn: ${expected} updates -> ${(out.churn as { fileWrites: number }).fileWrites} file writes, ${(cpuBetween(cc0, cc1) * 1000).toFixed(0)} ms agent CPU`);
+
+  // Memory, CPU and API cost over the agent's whole life.
+  const sEnd = sample(agent.pid);
+  const byVerb: Record<string, number> = {};
+  for (const [k, v] of await agent.metrics()) {
+    const m = /^ownerrefs_api_requests_total\{verb="(\w+)",code="(\w+)"\}$/.exec(k);
+    if (m) byVerb[`${m[1]} ${m[2]}`] = v;
+  }
+  await agent.stop();
+  const apf1 = await cluster.agentRequests();
+  out.memory = { rssAfterStartupMiB: round(sUp.rssMiB, 1), rssEndMiB: round(sEnd.rssMiB, 1), peakRssMiB: round(sEnd.hwmMiB, 1) };
+  out.cpu = { agentWholeRunS: round(sEnd.cpuS), agentWholeRunTicksS: round(sEnd.cpuTicksS, 2), threads: sEnd.threads };
+  const d0 = procOf(cluster.cp.pids.apiserver);
+  const dStart = nowMs();
+  await selfGets(cluster.api, pods);
+  const d1 = procOf(cluster.cp.pids.apiserver);
+  out.api = {
+    agentMetric: byVerb,
+    agentMetricTotal: Object.values(byVerb).reduce((x, y) => x + y, 0),
+    apiServerCounted: apf1 - apf0,
+    perPodStart: 0,
+    diy: { requests: pods.length, seconds: round((nowMs() - dStart) / 1000, 2), apiserverCpuS: round(d1.cpuS - d0.cpuS) },
+  };
+  say(`N=${n} memory: ${sUp.rssMiB.toFixed(1)} MiB after start-up, ${sEnd.rssMiB.toFixed(1)} at the end, peak ${sEnd.hwmMiB.toFixed(1)}; API: agent ${JSON.stringify(byVerb)}, server counted ${apf1 - apf0}; DIY ${pods.length} GETs`);
+  return out;
+}
+
+function procOf(pid: number | undefined): { cpuS: number } {
+  return pid ? sample(pid) : { cpuS: NaN };
+}
+
+function diffHistogram(b: { le: number; count: number }[], a: { le: number; count: number }[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  let prev = 0;
+  for (const x of b) {
+    const cum = x.count - (a.find((y) => y.le === x.le)?.count ?? 0);
+    out[`le ${x.le === Infinity ? '+Inf' : `${x.le * 1000} ms`}`] = cum - prev;
+    prev = cum;
+  }
+  return out;
+}
+
+export async function waitUntil(fn: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = nowMs() + WAIT_MS;
+  while (!(await fn())) {
+    if (nowMs() > deadline) throw new Error(`gave up waiting for: ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Until the process used < quietS CPU in 250 ms, twice in a row (it finished the backlog). */
+async function waitIdle(pid: number, quietS: number): Promise<void> {
+  let quiet = 0;
+  let last = sample(pid).cpuS;
+  const deadline = nowMs() + WAIT_MS;
+  while (quiet < 2 && nowMs() < deadline) {
+    await sleep(250);
+    const now = sample(pid).cpuS;
+    quiet = now - last < quietS ? quiet + 1 : 0;
+    last = now;
+  }
+}
