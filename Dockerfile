@@ -24,5 +24,6 @@ COPY --from=build /src/dist ./dist
 # non-root so the image is safe when run anywhere else.
 USER node
 EXPOSE 8080
-ENTRYPOINT ["node", "dist/agent/main.js"]
+# V8 flags: agent/config.ts NODE_FLAGS (a test keeps the two in step).
+ENTRYPOINT ["node", "--max-semi-space-size=1", "dist/agent/main.js"]
 CMD ["run"]

@@ -14,7 +14,7 @@ import { F } from './logfields.ts';
 import { AgentMetrics } from './metrics.ts';
 import { NodeConfigSource, type NodeView } from './nodesource.ts';
 import { Reconciler, type PodView } from './reconciler.ts';
-import { FsVolumeWriter } from './writer.ts';
+import { FsVolumeWriter, TEMP_PREFIX } from './writer.ts';
 
 export interface RunningAgent {
   /** Listening address of the health server (port resolved when 0 was asked for). */
@@ -45,7 +45,8 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     maxBytes: cfg.maxBytes,
     concurrency: cfg.concurrency,
     ...(csiMod ? { csiDriver: csiMod.DRIVER_NAME } : {}),
-    dirs: (on) => new ChokidarDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error')),
+    dirs: (on) => new ChokidarDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error'),
+      (name) => name.startsWith(TEMP_PREFIX)),
   });
   const nodeConfig = new NodeConfigSource({
     current: () => reconciler.settings,

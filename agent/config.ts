@@ -43,6 +43,14 @@ export const RUN_FLAGS = {
 
 type FlagName = keyof typeof RUN_FLAGS;
 
+/**
+ * V8 flags the agent runs with (Dockerfile ENTRYPOINT; tests, demo and bench spawn it the
+ * same way). A 1 MiB semi-space keeps the young generation small: the agent's garbage is
+ * short-lived and tiny, and the default (16 MiB semi-spaces) costs tens of MiB of RSS
+ * per node for nothing (docs/PERFORMANCE.md).
+ */
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }

@@ -45,11 +45,18 @@ export class ChokidarDirWatcher implements DirWatcher {
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #pendingCheck: NodeJS.Timeout;
 
-  /** `root`: targets are below it and it always exists (the kubelet root). */
-  constructor(root: string, on: DirWatchEvents, onError: (err: unknown) => void) {
+  /**
+   * `root`: targets are below it and it always exists (the kubelet root).
+   * `ignoreName`: entry names not worth an event (the writer's temporaries): chokidar
+   * drops them before its own stat, which is most of its cost per event.
+   */
+  constructor(root: string, on: DirWatchEvents, onError: (err: unknown) => void, ignoreName: (name: string) => boolean = () => false) {
     this.#root = path.resolve(root);
     this.#on = on;
-    this.#w = watch([], { depth: 0, followSymlinks: false, ignoreInitial: true, atomic: false, persistent: false });
+    this.#w = watch([], {
+      depth: 0, followSymlinks: false, ignoreInitial: true, atomic: false, persistent: false,
+      ignored: (p: string) => ignoreName(path.basename(p)),
+    });
     this.#w.on('all', (ev, p) => this.#event(ev, path.resolve(p)));
     this.#w.on('error', onError);
     this.#pendingCheck = setInterval(() => {

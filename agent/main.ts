@@ -4,7 +4,6 @@
 import { pino } from 'pino';
 import { startAgent } from './agent.ts';
 import { ConfigError, parseRunConfig, runHelp } from './config.ts';
-import { RENDER_HELP, render } from './render.ts';
 
 const HELP = `Usage: ownerrefs-agent <command> [flags]
 
@@ -23,12 +22,13 @@ async function main(argv: string[]): Promise<number> {
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     if (cmd === 'run') process.stdout.write(runHelp());
-    else if (cmd === 'render') process.stdout.write(RENDER_HELP);
+    else if (cmd === 'render') process.stdout.write((await import('./render.ts')).RENDER_HELP);
     else return unknownCommand(cmd);
     return 0;
   }
   if (cmd === 'render') {
-    await render(rest, process.stdin, process.stdout);
+    // Loaded on demand: `run` on every node should not carry the YAML parser.
+    await (await import('./render.ts')).render(rest, process.stdin, process.stdout);
     return 0;
   }
   if (cmd !== 'run') return unknownCommand(cmd);

@@ -41,6 +41,8 @@ interface Tracked {
   synced: Map<string, string>;
   /** Volumes whose disk state must be checked even if the fingerprint matches. */
   verify: Set<string>;
+  /** Per volume, the stamp of each file as the agent last left it: tells its own writes from the pod's. */
+  stamps: Map<string, Record<string, string>>;
   /** Resolution errors already reported, so status churn does not repeat them. */
   reported: string;
   receivedAt: number;
@@ -167,11 +169,30 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   appeared(dir: string): void {
-    this.#verify(dir);
+    // Also fired when a watch is set up on an existing directory: skip if our files are intact.
+    this.#verifyUnlessOurs(dir, FILES.ownerReferences);
   }
 
   changed(dir: string, name: string): void {
-    if (ALL_FILE_NAMES.includes(name) || name.startsWith('.ownerrefs-tmp.')) this.#verify(dir);
+    if (ALL_FILE_NAMES.includes(name)) this.#verifyUnlessOurs(dir, name);
+  }
+
+  /**
+   * Every rename the agent makes comes back as a directory event. Comparing the file's
+   * stamp (one lstat) with the one its own write left avoids re-reading the volume after
+   * each write; anything else (deleted, replaced, rewritten in place) is verified.
+   */
+  #verifyUnlessOurs(dir: string, name: string): void {
+    const at = this.#byDir.get(dir);
+    const t = at && this.#tracked.get(at.uid);
+    const v = t?.volumes.find((x) => x.name === at!.volume);
+    if (!at || !t || !v || !t.files.some((f) => f.path === name)) return; // not a file we keep there
+    // Under the directory's lock: an event for a rename still in flight is judged after
+    // that sync has recorded its stamps.
+    void this.#locks.run(dir, async () => {
+      const ours = t.stamps.get(at.volume)?.[name];
+      if (!ours || (await this.#o.writer.stampOf(v.target, name)) !== ours) this.#verify(dir);
+    });
   }
 
   async close(): Promise<void> {
@@ -198,10 +219,12 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     if (uid === undefined || !t) return false;
     if (t.refused) throw t.refused.withContext({ pod: podKey(t), volume });
     const { files, fingerprint } = t;
+    let stamps: Record<string, string>;
     try {
       const r = await this.#locks.run(dirOf(target), () => this.#o.writer.sync(target, files, this.#removals(), { createTarget: true }));
       this.#o.metrics.fileWrites.inc(r.written.length);
       this.#o.metrics.fileUnchanged.inc(r.unchanged.length);
+      stamps = r.stamps;
     } catch (err) {
       const e = err instanceof ProjectionError ? err : new ProjectionError('WriteFailed', String(err), {}, err);
       this.#report(t, e.withContext({ pod: podKey(t), volume }));
@@ -211,6 +234,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const now = this.#tracked.get(uid);
     if (now) {
       now.synced.set(volume, fingerprint);
+      now.stamps.set(volume, stamps);
       if (now.fingerprint !== fingerprint) this.#queue.add(uid); // the pod changed during the write
     }
     return true;
@@ -252,7 +276,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
   #track(uid: string, pod: InvolvedObject, diskUid: string): Tracked {
     const t: Tracked = {
-      pod, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(),
+      pod, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), stamps: new Map(),
       reported: '', receivedAt: 0, refused: undefined,
     };
     this.#tracked.set(uid, t);
@@ -307,11 +331,14 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       if (t.synced.get(v.name) === fingerprint && !t.verify.has(v.name)) continue;
       const dir = dirOf(v.target);
       if (this.#byDir.get(dir)?.uid !== uid) continue; // dropped (say, unpublished) since the loop began
-      t.verify.delete(v.name);
+      // Check the disk first only when asked (start, resync, dir events, after a failure);
+      // otherwise the fingerprint changed, so the bytes on disk are known to differ.
+      const verify = t.verify.delete(v.name);
       try {
-        const r = await this.#locks.run(dir, () => this.#o.writer.sync(v.target, files, remove));
+        const r = await this.#locks.run(dir, () => this.#o.writer.sync(v.target, files, remove, { verify }));
         if (this.#tracked.get(uid) !== t) return; // deleted meanwhile
         t.synced.set(v.name, fingerprint);
+        t.stamps.set(v.name, r.stamps);
         this.#o.metrics.fileWrites.inc(r.written.length);
         this.#o.metrics.fileUnchanged.inc(r.unchanged.length);
         this.#o.metrics.lastSync.set(this.#o.clock.now() / 1000);
@@ -324,6 +351,8 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
           ? err.withContext({ pod: podKey(t), volume: v.name })
           : new ProjectionError('WriteFailed', String(err), { pod: podKey(t), volume: v.name }, err);
         t.synced.delete(v.name);
+        t.stamps.delete(v.name);
+        t.verify.add(v.name); // whatever is on disk now is unknown
         // Not there yet (or torn down): the directory watch brings us back. Not misuse.
         if (e.reason === 'VolumeNotFound') continue;
         failed = true;

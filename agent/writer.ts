@@ -49,6 +49,10 @@
  *   9. Close the directory descriptor: nothing is held in a pod's volume between syncs.
  *  On failure after step 4 the temporary is unlinked, and the old file is untouched.
  *  A failure on one file does not stop the others; the first failure is thrown at the end.
+ *  Without { verify } (the bytes are known to have changed since the last sync), steps 2
+ *  and 3 are skipped; step 4 then meets a leftover temporary as EEXIST, unlinks it and
+ *  tries once more. Each written or verified file's stamp (inode, size, mtime) is
+ *  returned, so the caller can tell its own writes from the pod's in directory events.
  *
  *  With { createTarget } (CSI publish), step 1 becomes:
  *   1a. Walk to the parent as in step 1, then mkdir the last component relative to the
@@ -68,6 +72,7 @@
 
 import { constants as C, type Stats } from 'node:fs';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import type { ProjectedFile } from '../projections/index.ts';
 import { errnoOf, ProjectionError, type FailureReason } from './errors.ts';
 
@@ -81,11 +86,15 @@ export interface SyncResult {
   written: string[];
   unchanged: string[];
   removed: string[];
+  /** File name -> stamp of the file now in place (see stampOf). */
+  stamps: Record<string, string>;
 }
 
 export interface SyncOptions {
   /** Create the last component of the target if missing (step 1a; CSI publish only). */
   createTarget?: boolean;
+  /** Check what is on disk first (steps 2-3). Default true; false when the bytes are known to differ. */
+  verify?: boolean;
 }
 
 /** The seam the agent uses; tests may pass a fake. */
@@ -93,6 +102,13 @@ export interface VolumeWriter {
   sync(target: VolumeTarget, files: readonly ProjectedFile[], remove?: readonly string[], opts?: SyncOptions): Promise<SyncResult>;
   /** Steps 10-12: remove the agent's files among `names`, then the target directory itself. */
   clear(target: VolumeTarget, names: readonly string[]): Promise<{ removed: string[] }>;
+  /** The stamp of `name` in the target (lstat, read-only), or undefined if absent. */
+  stampOf(target: VolumeTarget, name: string): Promise<string | undefined>;
+}
+
+/** Identifies one version of a file: a rename or an in-place write changes it. */
+function stamp(st: Stats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.mode}:${st.uid}`;
 }
 
 const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
@@ -122,7 +138,8 @@ export class FsVolumeWriter implements VolumeWriter {
     }
     const dir = await openDirectory(target, opts.createTarget); // step 1 (1a)
     const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
-    const result: SyncResult = { written: [], unchanged: [], removed: [] };
+    const result: SyncResult = { written: [], unchanged: [], removed: [], stamps: {} };
+    const verify = opts.verify ?? true;
     let firstError: unknown;
     // One bad name (say, a directory planted at it) must not stop the other files.
     const each = async (name: string, op: () => Promise<void>) => {
@@ -134,14 +151,16 @@ export class FsVolumeWriter implements VolumeWriter {
     };
     try {
       if (opts.createTarget) await this.#targetMode(dir); // step 1a
-      for (const f of files) await each(f.path, () => unlinkIfPresent(at(TEMP_PREFIX + f.path), f.path)); // step 2
+      if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(at(TEMP_PREFIX + f.path), f.path)); // step 2
       for (const f of files) {
         await each(f.path, async () => {
-          if (await this.#isCurrent(at(f.path), f)) { // step 3
+          const current = verify ? await this.#isCurrent(at(f.path), f) : undefined; // step 3
+          if (current) {
             result.unchanged.push(f.path);
+            result.stamps[f.path] = current;
             return;
           }
-          await replaceFile(at(TEMP_PREFIX + f.path), at(f.path), f); // steps 4-7
+          result.stamps[f.path] = await replaceFile(at(TEMP_PREFIX + f.path), at(f.path), f, !verify); // steps 4-7
           result.written.push(f.path);
         });
       }
@@ -198,23 +217,30 @@ export class FsVolumeWriter implements VolumeWriter {
     return { removed };
   }
 
-  async #isCurrent(path: string, f: ProjectedFile): Promise<boolean> {
+  async stampOf(target: VolumeTarget, name: string): Promise<string | undefined> {
+    if (!isSafeComponent(name) || !target.components.every(isSafeComponent)) return undefined;
+    const st = await lstatOrNull(path.join(target.root, ...target.components, name), name).catch(() => null);
+    return st ? stamp(st) : undefined;
+  }
+
+  /** Step 3: the file's stamp if it is ours and holds exactly these bytes, else undefined. */
+  async #isCurrent(path: string, f: ProjectedFile): Promise<string | undefined> {
     const st = await lstatOrNull(path, f.path);
-    if (!st || !this.#ours(st, f)) return false;
+    if (!st || !this.#ours(st, f)) return undefined;
     let fh: fs.FileHandle;
     try {
       fh = await fs.open(path, READ_FLAGS);
     } catch (err) {
       // Swapped for a link or removed since lstat: just replace it.
-      if (['ELOOP', 'ENOENT', 'ENXIO'].includes(errnoOf(err) ?? '')) return false;
+      if (['ELOOP', 'ENOENT', 'ENXIO'].includes(errnoOf(err) ?? '')) return undefined;
       throw ioError(err, f.path, 'reading');
     }
     try {
       const now = await fh.stat();
-      if (now.ino !== st.ino || now.dev !== st.dev || !this.#ours(now, f)) return false;
+      if (now.ino !== st.ino || now.dev !== st.dev || !this.#ours(now, f)) return undefined;
       const buf = Buffer.alloc(f.bytes.length + 1);
       const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-      return bytesRead === f.bytes.length && buf.subarray(0, bytesRead).equals(f.bytes);
+      return bytesRead === f.bytes.length && buf.subarray(0, bytesRead).equals(f.bytes) ? stamp(now) : undefined;
     } finally {
       await fh.close();
     }
@@ -278,21 +304,28 @@ function dirError(err: unknown, component: string): ProjectionError {
   return new ProjectionError('WriteFailed', `cannot open ${component}: ${code ?? String(err)}`, {}, err);
 }
 
-async function replaceFile(tmp: string, final: string, f: ProjectedFile): Promise<void> {
+/** Steps 4-7; returns the stamp of the file renamed into place. */
+async function replaceFile(tmp: string, final: string, f: ProjectedFile, clearLeftover: boolean): Promise<string> {
   let fh: fs.FileHandle;
   try {
     fh = await fs.open(tmp, CREATE_FLAGS, 0o600); // step 4
   } catch (err) {
+    if (errnoOf(err) === 'EEXIST' && clearLeftover) {
+      await unlinkIfPresent(tmp, f.path); // step 2 was skipped: a crash's leftover, or planted
+      return replaceFile(tmp, final, f, false);
+    }
     if (errnoOf(err) === 'EEXIST') {
       // Step 2 removed it, so something raced us to the name: refuse rather than loop.
       throw new ProjectionError('NameTaken', `temporary name for ${f.path} was re-created concurrently`, { file: f.path }, err);
     }
     throw ioError(err, f.path, 'creating a temporary for');
   }
+  let written: string;
   try {
     try {
       await fh.write(f.bytes, 0, f.bytes.length, 0); // step 5 (FileHandle.write loops on short writes)
       await fh.chmod(f.mode);
+      written = stamp(await fh.stat()); // rename keeps inode, size, mtime and mode
     } finally {
       await fh.close(); // step 6
     }
@@ -305,6 +338,7 @@ async function replaceFile(tmp: string, final: string, f: ProjectedFile): Promis
     }
     throw ioError(err, f.path, 'writing');
   }
+  return written;
 }
 
 async function lstatOrNull(path: string, name: string): Promise<Stats | null> {

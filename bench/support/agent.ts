@@ -6,6 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { nowMs } from './stats.ts';
+import { NODE_FLAGS } from '../../agent/config.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 export const TMP = path.join(ROOT, 'bench', 'results', 'tmp'); // git-ignored
@@ -96,7 +97,7 @@ export async function startAgent(opts: {
   nodeArgs?: string[];
 }): Promise<RunningAgentProc> {
   const spawnedAt = nowMs();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.main, 'run',
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...(opts.nodeArgs ?? []), opts.main, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
     '--health-addr=127.0.0.1:0', '--log-level=info', ...(opts.args ?? [])],
   { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } });

@@ -97,6 +97,7 @@ describe('Reconciler in CSI mode', () => {
         calls.push('clear');
         return fsw.clear(target, names);
       },
+      stampOf: (target, name) => fsw.stampOf(target, name),
     };
     const root = tmpDir('kubelet-');
     const { log } = memoryLogger();

@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { NODE_FLAGS } from '../../agent/config.ts';
 import { waitFor } from './wait.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
@@ -70,7 +71,7 @@ process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
 export async function startAgentProcess(opts: {
   kubeconfig: string; nodeName: string; kubeletRoot: string; args?: string[];
 }): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [MAIN, 'run',
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
     '--health-addr=127.0.0.1:0', '--log-level=debug', ...(opts.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);

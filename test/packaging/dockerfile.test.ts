@@ -1,0 +1,20 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { NODE_FLAGS } from '../../agent/config.ts';
+
+const ROOT = path.join(import.meta.dirname, '..', '..');
+
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+
+  it('runs the agent with the V8 flags the tests and bench use (NODE_FLAGS)', () => {
+    const entry = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
+    expect(entry).toEqual(['node', ...NODE_FLAGS, 'dist/agent/main.js']);
+  });
+
+  it('builds on Node 24 and ships production dependencies only', () => {
+    expect([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1])).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+    expect(dockerfile).toMatch(/npm prune --omit=dev/);
+  });
+});
