@@ -1,19 +1,25 @@
-// Watches volume directories with chokidar: tells the agent when a directory the
-// kubelet creates appears (so files land within a second of it), and when a file
-// in it is changed or removed (so the agent restores it: self-heal).
+// Watches volume directories: tells the agent when a directory the kubelet creates
+// appears (so files land within a second of it), and when an entry in it changes or
+// goes away (so the agent restores its files: self-heal).
 //
-// chokidar watches only existing directories at depth 0 here (never recursively:
-// the pods tree is large and pod-writable). A target that does not exist yet is
-// watched through its deepest existing ancestor, and the watch moves down one level
-// each time the next component appears. Symlinks are never followed. inotify holds
-// no file descriptor in the watched directory.
+// Two mechanisms, each where it is good:
+// - A target that does not exist yet is watched through its deepest existing ancestor
+//   with chokidar (depth 0, symlinks not followed), and the watch moves down one level
+//   each time the next component appears. Few targets are pending at a time.
+// - An existing target gets one plain inotify watch (fs.watch, depth 0) and its events
+//   go straight to the agent, which filters names and compares stamps itself. chokidar
+//   costs about 95 KiB of RSS and a few stat calls per event per directory; at 1,000
+//   volumes that was a third of the agent's memory and most of its CPU
+//   (docs/PERFORMANCE.md).
+// Neither follows symlinks, and inotify holds no file descriptor in the directory.
 //
-// chokidar sets a watch up asynchronously, so a directory created between our
-// lstat and the watch being live would be missed: a target still pending is
-// re-checked shortly after each move, and then every PENDING_RECHECK_MS.
+// chokidar arms a watch asynchronously, so a directory created between our lstat and
+// the watch being live would be missed: a pending target is re-checked shortly after
+// each move, and then every PENDING_RECHECK_MS.
 
-import path from 'node:path';
+import { watch as fsWatch, type FSWatcher as FsWatcher } from 'node:fs';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 
 export interface DirWatchEvents {
@@ -23,7 +29,7 @@ export interface DirWatchEvents {
   changed(dir: string, name: string): void;
 }
 
-/** The seam the agent uses; the default is chokidar-backed. */
+/** The seam the agent uses. */
 export interface DirWatcher {
   watch(dir: string): void;
   unwatch(dir: string): void;
@@ -33,32 +39,34 @@ export interface DirWatcher {
 const SETTLE_RECHECK_MS = [100, 1_000];
 const PENDING_RECHECK_MS = 5_000;
 
-export class ChokidarDirWatcher implements DirWatcher {
-  readonly #w: FSWatcher;
+export class VolumeDirWatcher implements DirWatcher {
+  readonly #pending: FSWatcher;
   readonly #root: string;
   readonly #on: DirWatchEvents;
-  /** target -> the directory currently watched on its behalf (itself once it exists). */
+  readonly #onError: (err: unknown) => void;
+  readonly #ignoreName: (name: string) => boolean;
+  /** target -> the ancestor watched on its behalf while it is missing, or itself once it exists. */
   readonly #targets = new Map<string, string>();
-  /** watched directory -> the targets it is watched for (indexes events: no scan of all targets). */
+  /** watched ancestor -> the pending targets below it (indexes events: no scan of all targets). */
   readonly #users = new Map<string, Set<string>>();
-  #closed = false;
+  /** existing target -> its inotify watch. */
+  readonly #live = new Map<string, FsWatcher>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #pendingCheck: NodeJS.Timeout;
+  #closed = false;
 
   /**
    * `root`: targets are below it and it always exists (the kubelet root).
-   * `ignoreName`: entry names not worth an event (the writer's temporaries): chokidar
-   * drops them before its own stat, which is most of its cost per event.
+   * `ignoreName`: entry names not worth an event (the writer's temporaries).
    */
   constructor(root: string, on: DirWatchEvents, onError: (err: unknown) => void, ignoreName: (name: string) => boolean = () => false) {
     this.#root = path.resolve(root);
     this.#on = on;
-    this.#w = watch([], {
-      depth: 0, followSymlinks: false, ignoreInitial: true, atomic: false, persistent: false,
-      ignored: (p: string) => ignoreName(path.basename(p)),
-    });
-    this.#w.on('all', (ev, p) => this.#event(ev, path.resolve(p)));
-    this.#w.on('error', onError);
+    this.#onError = onError;
+    this.#ignoreName = ignoreName;
+    this.#pending = watch([], { depth: 0, followSymlinks: false, ignoreInitial: true, atomic: false, persistent: false });
+    this.#pending.on('all', (ev, p) => this.#ancestorEvent(ev, path.resolve(p)));
+    this.#pending.on('error', onError);
     this.#pendingCheck = setInterval(() => {
       for (const [target, at] of this.#targets) if (at !== target) void this.#settle(target);
     }, PENDING_RECHECK_MS).unref();
@@ -82,10 +90,12 @@ export class ChokidarDirWatcher implements DirWatcher {
     this.#closed = true;
     clearInterval(this.#pendingCheck);
     for (const t of this.#timers) clearTimeout(t);
-    await this.#w.close();
+    for (const w of this.#live.values()) w.close();
+    this.#live.clear();
+    await this.#pending.close();
   }
 
-  /** Move the target's watch to its deepest existing ancestor (or itself). */
+  /** Move the target's watch to itself if it exists, else to its deepest existing ancestor. */
   async #settle(target: string): Promise<void> {
     const at = await deepestExisting(target, this.#root);
     const prev = this.#targets.get(target);
@@ -108,31 +118,60 @@ export class ChokidarDirWatcher implements DirWatcher {
   }
 
   #acquire(dir: string, target: string): void {
+    if (dir === target) return this.#watchLive(target);
     let users = this.#users.get(dir);
     if (!users) {
       users = new Set();
       this.#users.set(dir, users);
-      this.#w.add(dir);
+      this.#pending.add(dir);
     }
     users.add(target);
   }
 
   #release(dir: string, target: string): void {
+    if (dir === target) {
+      this.#live.get(target)?.close();
+      this.#live.delete(target);
+      return;
+    }
     const users = this.#users.get(dir);
     users?.delete(target);
     if (users?.size === 0) {
       this.#users.delete(dir);
-      this.#w.unwatch(dir);
+      this.#pending.unwatch(dir);
     }
   }
 
-  #event(ev: string, p: string): void {
-    // The target itself was removed (volume torn down): wait for it again.
-    if (ev === 'unlinkDir' && this.#targets.get(p) === p) void this.#settle(p);
-    const parent = path.dirname(p);
-    for (const target of this.#users.get(parent) ?? []) {
-      if (target === parent) this.#on.changed(target, path.basename(p));
-      else if ((ev === 'addDir' || ev === 'unlinkDir') && isWithin(p, target)) void this.#settle(target);
+  #watchLive(target: string): void {
+    try {
+      const w = fsWatch(target, { persistent: false }, (_ev, name) => {
+        if (!name || this.#ignoreName(name)) return;
+        // The directory itself going away is reported under its own name: check.
+        if (name === path.basename(target)) void this.#checkGone(target);
+        this.#on.changed(target, name);
+      });
+      w.on('error', () => void this.#checkGone(target));
+      this.#live.set(target, w);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.#onError(err);
+      this.#later(() => void this.#checkGone(target), 0);
+    }
+  }
+
+  /** A live target that vanished (torn down by the kubelet) goes back to waiting for it. */
+  async #checkGone(target: string): Promise<void> {
+    if (this.#targets.get(target) !== target) return;
+    const exists = await fs.lstat(target).then((st) => st.isDirectory(), () => false);
+    if (exists) return;
+    this.#release(target, target);
+    this.#targets.set(target, '');
+    void this.#settle(target);
+  }
+
+  #ancestorEvent(ev: string, p: string): void {
+    if (ev !== 'addDir' && ev !== 'unlinkDir') return;
+    for (const target of this.#users.get(path.dirname(p)) ?? []) {
+      if (isWithin(p, target)) void this.#settle(target);
     }
   }
 }

@@ -5,11 +5,11 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach } from 'vitest';
-import { ChokidarDirWatcher } from '../../agent/dirwatch.ts';
+import { VolumeDirWatcher } from '../../agent/dirwatch.ts';
 import type { EventSink, InvolvedObject } from '../../agent/kube/events.ts';
 import { AgentMetrics } from '../../agent/metrics.ts';
 import { Reconciler } from '../../agent/reconciler.ts';
-import { FsVolumeWriter } from '../../agent/writer.ts';
+import { FsVolumeWriter, TEMP_PREFIX } from '../../agent/writer.ts';
 import { tmpDir } from './tmpdir.ts';
 
 export interface RecordedEvent {
@@ -56,7 +56,7 @@ export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDrive
     metrics,
     ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
     ...(opts.csiDriver ? { csiDriver: opts.csiDriver } : {}),
-    dirs: (on) => new ChokidarDirWatcher(root, on, (err) => log.error({ err }, 'watch error')),
+    dirs: (on) => new VolumeDirWatcher(root, on, (err) => log.error({ err }, 'watch error'), (n) => n.startsWith(TEMP_PREFIX)),
   });
   open.push(reconciler);
   const counter = async (name: string) =>

@@ -1,0 +1,87 @@
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { VolumeDirWatcher } from '../../agent/dirwatch.ts';
+import { tmpDir } from '../support/tmpdir.ts';
+import { waitFor } from '../support/wait.ts';
+
+const open: VolumeDirWatcher[] = [];
+afterEach(async () => {
+  for (const w of open.splice(0)) await w.close();
+});
+
+function watcher(root: string, ignoreName?: (n: string) => boolean) {
+  const seen = { appeared: [] as string[], changed: [] as string[] };
+  const w = new VolumeDirWatcher(root, {
+    appeared: (d) => seen.appeared.push(d),
+    changed: (d, n) => seen.changed.push(`${path.relative(root, d)}/${n}`),
+  }, (err) => { throw err; }, ignoreName);
+  open.push(w);
+  return { w, seen };
+}
+
+describe('VolumeDirWatcher', () => {
+  it('reports a deep target that appears later, once the kubelet creates it', async () => {
+    const root = tmpDir();
+    const { w, seen } = watcher(root);
+    const target = path.join(root, 'pods', 'u1', 'volumes', 'kubernetes.io~empty-dir', 'podinfo');
+    w.watch(target);
+    mkdirSync(path.join(root, 'pods', 'u1'), { recursive: true });
+    mkdirSync(target, { recursive: true });
+    await waitFor(() => seen.appeared.includes(target));
+  });
+
+  it('reports entries changing in an existing target, except ignored names', async () => {
+    const root = tmpDir();
+    const target = path.join(root, 'vol');
+    mkdirSync(target);
+    const { w, seen } = watcher(root, (n) => n.startsWith('.tmp'));
+    w.watch(target);
+    await waitFor(() => seen.appeared.includes(target));
+    writeFileSync(path.join(target, '.tmp-x'), 'x');
+    writeFileSync(path.join(target, 'ownerReferences'), 'x');
+    await waitFor(() => seen.changed.includes('vol/ownerReferences'));
+    rmSync(path.join(target, 'ownerReferences'));
+    await waitFor(() => seen.changed.filter((c) => c === 'vol/ownerReferences').length >= 2);
+    expect(seen.changed.some((c) => c.includes('.tmp'))).toBe(false);
+  });
+
+  it('waits again when the target is torn down, and reports it when it comes back', async () => {
+    const root = tmpDir();
+    const target = path.join(root, 'pods', 'u', 'vol');
+    mkdirSync(target, { recursive: true });
+    const { w, seen } = watcher(root);
+    w.watch(target);
+    await waitFor(() => seen.appeared.length === 1);
+    rmSync(path.join(root, 'pods', 'u'), { recursive: true });
+    await new Promise((r) => setTimeout(r, 200));
+    mkdirSync(target, { recursive: true });
+    await waitFor(() => seen.appeared.length >= 2);
+  });
+
+  it('never treats a symlink at the target as the target', async () => {
+    const root = tmpDir();
+    const elsewhere = path.join(root, 'elsewhere');
+    mkdirSync(elsewhere);
+    const target = path.join(root, 'vol');
+    symlinkSync(elsewhere, target);
+    const { w, seen } = watcher(root);
+    w.watch(target);
+    writeFileSync(path.join(elsewhere, 'ownerReferences'), 'x');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(seen).toEqual({ appeared: [], changed: [] });
+  });
+
+  it('stops reporting an unwatched target', async () => {
+    const root = tmpDir();
+    const target = path.join(root, 'vol');
+    mkdirSync(target);
+    const { w, seen } = watcher(root);
+    w.watch(target);
+    await waitFor(() => seen.appeared.length === 1);
+    w.unwatch(target);
+    writeFileSync(path.join(target, 'ownerReferences'), 'x');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(seen.changed).toEqual([]);
+  });
+});
