@@ -97,7 +97,8 @@ class Emulator implements KubeletEmulator {
   // Like a kubelet tearing a volume down: it is not set up again for this pod.
   async removeVolumeDir(uid: string, volumeName: string): Promise<void> {
     this.tornDown.add(`${uid}/${volumeName}`);
-    await rm(this.volumeDir(uid, volumeName), { recursive: true, force: true });
+    // Retried like Go's os.RemoveAll: an agent may rename a file in between readdir and rmdir.
+    await rm(this.volumeDir(uid, volumeName), { recursive: true, force: true, maxRetries: 10, retryDelay: 10 });
   }
 
   async waitForVolumeDir(uid: string, volumeName: string, opts: { timeoutMs?: number } = {}): Promise<string> {
@@ -222,14 +223,14 @@ class Emulator implements KubeletEmulator {
   private async sync(uid: string): Promise<void> {
     const pod = this.latest.get(uid);
     if (!pod) {
-      await rm(this.podDir(uid), { recursive: true, force: true });
+      await rm(this.podDir(uid), { recursive: true, force: true, maxRetries: 10, retryDelay: 10 });
       this.onDisk.delete(uid);
       return;
     }
     const { name, namespace } = pod.metadata as { name: string; namespace: string };
     if (pod.metadata?.deletionTimestamp) {
       // Like the kubelet: volumes are torn down before deletion is confirmed.
-      await rm(this.podDir(uid), { recursive: true, force: true });
+      await rm(this.podDir(uid), { recursive: true, force: true, maxRetries: 10, retryDelay: 10 });
       try {
         await this.core.deleteNamespacedPod({
           name, namespace, gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid } },
