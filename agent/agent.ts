@@ -4,7 +4,7 @@
 import type http from 'node:http';
 import type { Logger } from 'pino';
 import type { AgentConfig } from './config.ts';
-import { ChokidarDirWatcher } from './dirwatch.ts';
+import { VolumeDirWatcher } from './dirwatch.ts';
 import { startHealthServer } from './health.ts';
 import { KubeApiClient, type Credentials } from './kube/client.ts';
 import { KubeCredentials } from './kube/kubeconfig.ts';
@@ -45,7 +45,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     maxBytes: cfg.maxBytes,
     concurrency: cfg.concurrency,
     ...(csiMod ? { csiDriver: csiMod.DRIVER_NAME } : {}),
-    dirs: (on) => new ChokidarDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error'),
+    dirs: (on) => new VolumeDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error'),
       (name) => name.startsWith(TEMP_PREFIX)),
   });
   const nodeConfig = new NodeConfigSource({

@@ -1,5 +1,5 @@
 // Where the agent's time goes per pod event, without the API server: the agent's own
-// Reconciler, FsVolumeWriter and ChokidarDirWatcher on a real temporary kubelet root,
+// Reconciler, FsVolumeWriter and VolumeDirWatcher on a real temporary kubelet root,
 // fed N pods and then a burst of N owner changes, in this process. Run with the
 // directory watcher on (as shipped) and replaced by a no-op, to separate the cost of
 // writing from the cost of reacting to the agent's own writes.
@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { ChokidarDirWatcher } from '../agent/dirwatch.ts';
+import { VolumeDirWatcher } from '../agent/dirwatch.ts';
 import { AgentMetrics } from '../agent/metrics.ts';
 import { Reconciler, type PodView } from '../agent/reconciler.ts';
 import { FsVolumeWriter } from '../agent/writer.ts';
@@ -61,7 +61,7 @@ async function run(n: number, watcher: boolean): Promise<Record<string, number |
     const r = new Reconciler({
       kubeletRoot: root, writer: new FsVolumeWriter(), events: { warn: () => true }, log: pino({ level: 'silent' }), metrics,
       dirs: watcher
-        ? (on) => new ChokidarDirWatcher(root, on, () => {})
+        ? (on) => new VolumeDirWatcher(root, on, () => {})
         : () => ({ watch() {}, unwatch() {}, async close() {} }),
     });
     const mem0 = memory();

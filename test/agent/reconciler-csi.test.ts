@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { targetFor } from '../../agent/csi/paths.ts';
-import { ChokidarDirWatcher } from '../../agent/dirwatch.ts';
+import { VolumeDirWatcher } from '../../agent/dirwatch.ts';
 import { AgentMetrics } from '../../agent/metrics.ts';
 import { Reconciler, type PodView } from '../../agent/reconciler.ts';
 import { FsVolumeWriter, type VolumeWriter } from '../../agent/writer.ts';
@@ -103,7 +103,7 @@ describe('Reconciler in CSI mode', () => {
     const { log } = memoryLogger();
     const r = new Reconciler({
       kubeletRoot: root, writer, events: new RecordingEvents(), log, metrics: new AgentMetrics({ processMetrics: false }), csiDriver: DRIVER,
-      dirs: (on) => new ChokidarDirWatcher(root, on, () => {}),
+      dirs: (on) => new VolumeDirWatcher(root, on, () => {}),
     });
     try {
       const p: PodView = pod({ annotation: undefined, volumes: [csiVolume()], owners: [owner({ name: 'a' })] });
