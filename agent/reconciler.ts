@@ -13,14 +13,14 @@ import { realClock, type Clock } from './clock.ts';
 import type { DirWatchEvents, DirWatcher } from './dirwatch.ts';
 import { ProjectionError } from './errors.ts';
 import { DirLocks, ExtraTargets } from './extratargets.ts';
-import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from './kube/events.ts';
+import type { EventSink, InvolvedObject } from './kube/events.ts';
 import type { ReflectorHandler } from './kube/reflector.ts';
 import { F } from './logfields.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from './nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
-import { KeyedRateLimiter } from './ratelimit.ts';
-import { describe, diskUID, optedIn, resolveVolumes, usesCsiDriver, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
+import { FailureReporter } from './reporter.ts';
+import { diskUID, optedIn, resolveVolumes, usesCsiDriver, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
 import type { VolumeTarget, VolumeWriter } from './writer.ts';
 
 export type PodView = PodMeta & PodVolumesView & {
@@ -75,7 +75,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   readonly #byDir = new Map<string, { uid: string; volume: string }>();
   readonly #queue: WorkQueue;
   readonly #dirs: DirWatcher;
-  readonly #logLimiter: KeyedRateLimiter;
+  readonly #reporter: FailureReporter;
   readonly #extra: ExtraTargets;
   /** On-disk UID -> API uid of tracked pods. */
   readonly #byDisk = new Map<string, string>();
@@ -86,7 +86,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     this.#o = { clock: realClock, maxBytes: DEFAULT_MAX_BYTES, ...opts };
     this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? 4, process: (uid) => this.#process(uid), clock: this.#o.clock });
     this.#dirs = opts.dirs(this);
-    this.#logLimiter = new KeyedRateLimiter({ burst: 3, refillMs: 60_000, clock: this.#o.clock });
+    this.#reporter = new FailureReporter({ log: opts.log, events: opts.events, metrics: opts.metrics, clock: this.#o.clock });
     this.#extra = new ExtraTargets(this.#o.clock);
   }
 
@@ -292,7 +292,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     this.#tracked.delete(uid);
     if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
     this.#queue.forget(uid);
-    this.#logLimiter.forget(uid);
+    this.#reporter.forget(uid);
     this.#o.metrics.podsTracked.set(this.#tracked.size);
   }
 
@@ -371,18 +371,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   #report(t: Tracked, e: ProjectionError): void {
-    this.#o.metrics.failures.inc({ reason: e.reason });
-    const suppressed = this.#logLimiter.take(t.pod.uid ?? podKey(t));
-    if (suppressed !== null) {
-      this.#o.log.warn({
-        [F.pod]: podKey(t), [F.podUID]: t.pod.uid, [F.volume]: e.context.volume, [F.file]: e.context.file,
-        [F.reason]: e.reason, [F.err]: e.cause ?? e, [F.suppressed]: suppressed || undefined,
-      }, e.message);
-    }
-    const where = e.context.volume ? `volume ${describe(e.context.volume)}: ` : '';
-    if (!this.#o.events.warn(t.pod, REASON_PROJECTION_FAILED, `${e.reason}: ${where}${e.message}`)) {
-      this.#o.metrics.eventsDropped.inc();
-    }
+    this.#reporter.report(t.pod, e);
   }
 }
 

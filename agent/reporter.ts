@@ -1,0 +1,48 @@
+// Where projection failures end up: counted, logged once per failure (rate-limited per
+// pod, with a count of what was suppressed), and reported as a Warning Event on the pod.
+// The reconciler calls it; nothing else logs a ProjectionError.
+
+import type { Logger } from 'pino';
+import type { Clock } from './clock.ts';
+import type { ProjectionError } from './errors.ts';
+import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from './kube/events.ts';
+import { F } from './logfields.ts';
+import type { AgentMetrics } from './metrics.ts';
+import { KeyedRateLimiter } from './ratelimit.ts';
+import { describe } from './volumes.ts';
+
+export class FailureReporter {
+  readonly #log: Logger;
+  readonly #events: EventSink;
+  readonly #metrics: AgentMetrics;
+  /** Per pod: a burst of 3 log lines, then one a minute. */
+  readonly #limiter: KeyedRateLimiter;
+
+  constructor(opts: { log: Logger; events: EventSink; metrics: AgentMetrics; clock: Clock }) {
+    this.#log = opts.log;
+    this.#events = opts.events;
+    this.#metrics = opts.metrics;
+    this.#limiter = new KeyedRateLimiter({ burst: 3, refillMs: 60_000, clock: opts.clock });
+  }
+
+  report(pod: InvolvedObject, e: ProjectionError): void {
+    this.#metrics.failures.inc({ reason: e.reason });
+    const key = `${pod.namespace ?? ''}/${pod.name}`;
+    const suppressed = this.#limiter.take(pod.uid ?? key);
+    if (suppressed !== null) {
+      this.#log.warn({
+        [F.pod]: key, [F.podUID]: pod.uid, [F.volume]: e.context.volume, [F.file]: e.context.file,
+        [F.reason]: e.reason, [F.err]: e.cause ?? e, [F.suppressed]: suppressed || undefined,
+      }, e.message);
+    }
+    const where = e.context.volume ? `volume ${describe(e.context.volume)}: ` : '';
+    if (!this.#events.warn(pod, REASON_PROJECTION_FAILED, `${e.reason}: ${where}${e.message}`)) {
+      this.#metrics.eventsDropped.inc();
+    }
+  }
+
+  /** The pod is gone: drop its rate-limit state (bounded memory). */
+  forget(uid: string): void {
+    this.#limiter.forget(uid);
+  }
+}
