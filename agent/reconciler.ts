@@ -12,6 +12,7 @@ import { ALL_FILE_NAMES, FILES, ownersOf, project, type OwnerReference, type Pod
 import { realClock, type Clock } from './clock.ts';
 import type { DirWatchEvents, DirWatcher } from './dirwatch.ts';
 import { ProjectionError } from './errors.ts';
+import { DiskClaims } from './diskclaims.ts';
 import { DirLocks, ExtraTargets } from './extratargets.ts';
 import type { EventSink, InvolvedObject } from './kube/events.ts';
 import type { ReflectorHandler } from './kube/reflector.ts';
@@ -20,7 +21,7 @@ import type { AgentMetrics } from './metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from './nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
 import { FailureReporter } from './reporter.ts';
-import { diskUID, optedIn, resolveVolumes, usesCsiDriver, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, describe, diskUID, optedIn, resolveVolumes, usesCsiDriver, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
 import type { VolumeTarget, VolumeWriter } from './writer.ts';
 
 export type PodView = PodMeta & PodVolumesView & {
@@ -29,6 +30,8 @@ export type PodView = PodMeta & PodVolumesView & {
 
 interface Tracked {
   pod: InvolvedObject;
+  /** What upsert needs of the pod, kept to look at it again when another pod's arrival changes its verdict. */
+  view: PodView;
   /** The pod's directory name under <kubelet>/pods (differs from uid for static pods). */
   diskUid: string;
   owners: readonly OwnerReference[];
@@ -80,6 +83,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   /** On-disk UID -> API uid of tracked pods. */
   readonly #byDisk = new Map<string, string>();
   readonly #locks = new DirLocks();
+  readonly #claims = new DiskClaims();
   #settings: NodeSettings = DEFAULT_SETTINGS;
 
   constructor(opts: ReconcilerOptions) {
@@ -101,24 +105,64 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
   replace(items: PodView[]): void {
     const seen = new Set<string>();
+    // Every pod's claim first: a mirror value naming a pod later in the list is refused
+    // before anything is written for it.
     for (const pod of items) {
-      this.upsert(pod);
-      if (pod.metadata?.uid) seen.add(pod.metadata.uid);
+      const uid = pod.metadata?.uid;
+      if (uid) {
+        seen.add(uid);
+        this.#claims.see(uid, pod.metadata?.annotations?.[ANNOTATION_MIRROR]);
+      }
     }
-    for (const uid of [...this.#tracked.keys()]) if (!seen.has(uid)) this.#untrack(uid);
+    for (const uid of this.#claims.pods()) if (!seen.has(uid)) this.#gone(uid);
+    for (const pod of items) this.#upsertOne(pod);
   }
 
   upsert(pod: PodView): void {
     const uid = pod.metadata?.uid;
     if (!uid) return;
-    const disk = diskUID(pod).uid ?? uid;
+    const affected = this.#claims.see(uid, pod.metadata?.annotations?.[ANNOTATION_MIRROR]);
+    this.#upsertOne(pod);
+    this.#revisit(affected);
+  }
+
+  remove(pod: PodView): void {
+    if (pod.metadata?.uid) this.#gone(pod.metadata.uid);
+  }
+
+  #gone(uid: string): void {
+    const affected = this.#claims.forget(uid);
+    this.#untrack(uid);
+    this.#reporter.forget(uid); // only now: forgetting on opt-out would let toggling reset the log limit
+    this.#revisit(affected);
+  }
+
+  /** Pods whose mirror claim may be judged differently now that another pod came or went. */
+  #revisit(uids: string[]): void {
+    for (const other of uids) {
+      const t = this.#tracked.get(other);
+      if (t) this.#upsertOne(t.view);
+    }
+  }
+
+  #upsertOne(pod: PodView): void {
+    const uid = pod.metadata?.uid;
+    if (!uid) return;
+    const claimed = diskUID(pod).uid ?? uid;
+    const refusal = this.#claims.refusal(uid, claimed);
+    const disk = refusal ? uid : claimed;
     if (!optedIn(pod) && !this.#extra.has(disk) && !usesCsiDriver(pod, this.#o.csiDriver)) {
       if (this.#tracked.has(uid)) this.#untrack(uid); // opted out: files stay, updates stop
       return;
     }
     const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
     const t = this.#tracked.get(uid) ?? this.#track(uid, ref, disk);
-    const { volumes, errors } = resolveVolumes(pod, this.#o.kubeletRoot);
+    t.view = slim(pod);
+    this.#setDisk(uid, t, disk);
+    const { volumes, errors } = refusal
+      ? { volumes: [], errors: [new ProjectionError('InvalidMirrorUID',
+        `${ANNOTATION_MIRROR} ${describe(claimed)} ${refusal}; only the kubelet sets it, on mirror pods of static pods: remove it`)] }
+      : resolveVolumes(pod, this.#o.kubeletRoot);
     const files = project(pod, this.#settings);
     const size = files.reduce((n, f) => n + f.bytes.length, 0);
     if (size > this.#o.maxBytes) {
@@ -127,7 +171,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     }
     this.#reportResolution(t, errors);
     t.annotated = volumes;
-    this.#setVolumes(uid, t, [...volumes, ...this.#extra.volumes(disk)]);
+    this.#setVolumes(uid, t, refusal ? [] : [...volumes, ...this.#extra.volumes(disk)]);
     t.refused = size > this.#o.maxBytes ? errors.at(-1) : undefined;
     this.#extra.arrived(disk);
     if (size > this.#o.maxBytes) return;
@@ -139,10 +183,6 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       t.receivedAt = this.#o.clock.now();
     }
     if (t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint)) this.#queue.add(uid);
-  }
-
-  remove(pod: PodView): void {
-    if (pod.metadata?.uid) this.#untrack(pod.metadata.uid);
   }
 
   /** Node labels changed. Re-render everything when the set of files changes. */
@@ -276,13 +316,21 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
   #track(uid: string, pod: InvolvedObject, diskUid: string): Tracked {
     const t: Tracked = {
-      pod, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), stamps: new Map(),
+      pod, view: {}, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), stamps: new Map(),
       reported: '', receivedAt: 0, refused: undefined,
     };
     this.#tracked.set(uid, t);
-    this.#byDisk.set(diskUid, uid);
+    if (!this.#byDisk.has(diskUid)) this.#byDisk.set(diskUid, uid); // never a second pod for one directory
     this.#o.metrics.podsTracked.set(this.#tracked.size);
     return t;
+  }
+
+  /** Keep the on-disk UID index right when a pod's accepted directory changes. */
+  #setDisk(uid: string, t: Tracked, disk: string): void {
+    if (t.diskUid === disk) return;
+    if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
+    t.diskUid = disk;
+    if (!this.#byDisk.has(disk)) this.#byDisk.set(disk, uid);
   }
 
   #untrack(uid: string): void {
@@ -292,7 +340,6 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     this.#tracked.delete(uid);
     if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
     this.#queue.forget(uid);
-    this.#reporter.forget(uid);
     this.#o.metrics.podsTracked.set(this.#tracked.size);
   }
 
@@ -385,4 +432,18 @@ function dirOf(target: VolumeTarget): string {
 
 function fingerprintOf(files: readonly ProjectedFile[]): string {
   return files.map((f) => `${f.path}\0${f.mode}\0${f.bytes.toString('latin1')}`).join('\0\0');
+}
+
+/** The parts of a pod upsert reads; the watch object itself (status and all) is not kept. */
+function slim(pod: PodView): PodView {
+  const a = pod.metadata?.annotations ?? {};
+  const keep = [ANNOTATION_VOLUME, ANNOTATION_MIRROR].filter((k) => a[k] !== undefined);
+  return {
+    metadata: {
+      name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid,
+      annotations: Object.fromEntries(keep.map((k) => [k, a[k]!])),
+      ownerReferences: pod.metadata?.ownerReferences,
+    },
+    spec: { volumes: pod.spec?.volumes },
+  };
 }

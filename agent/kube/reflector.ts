@@ -10,6 +10,7 @@
 //     error / refused / stall -> exponential backoff with jitter, then watch again
 
 import type { IncomingMessage } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import { Backoff, realClock, sleep, type Clock } from '../clock.ts';
 import { ApiError, type ApiClient } from './client.ts';
 
@@ -173,10 +174,12 @@ export class Reflector<T extends KubeObject> {
 
   async #consume(res: IncomingMessage, onBytes: () => void, connectedAt: number): Promise<void> {
     let buf = '';
+    // One decoder across chunks: a character split between two reads must not become U+FFFD.
+    const utf8 = new StringDecoder('utf8');
     for await (const chunk of res) {
       onBytes();
       if (this.#o.clock.now() - connectedAt >= this.#o.backoff.resetAfterMs) this.#backoff.reset();
-      buf += (chunk as Buffer).toString('utf8');
+      buf += utf8.write(chunk as Buffer);
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, nl);

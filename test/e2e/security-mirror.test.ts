@@ -87,12 +87,12 @@ describe('mirror-pod annotations crafted to leave the pods directory', () => {
     expect(changed.sort()).toEqual([volumeOf(hash), ...FILES.map((f) => path.join(volumeOf(hash), f))].sort());
   });
 
-  // DEFECT: see test/security/mirror.test.ts. A pod created through the API names another
+  // Regression (was a defect, now fixed): see test/security/mirror.test.ts. A pod created through the API names another
   // pod's UID in kubernetes.io/config.mirror and declares an emptyDir of the victim's volume
   // name: the agent writes the attacker's ownerReferences into the victim's volume (a pod
   // that never opted in), and no Event says anything. Fix: refuse a mirror value equal to
   // another pod's metadata.uid on the node, and refuse two pods resolving to one directory.
-  it.fails('a mirror value naming another pod\'s UID leaves that pod\'s volume alone', async () => {
+  it('a mirror value naming another pod\'s UID leaves that pod\'s volume alone', async () => {
     const body = podBody('victim', { nodeName: node, volumes: [{ name: 'data', emptyDir: {} }] });
     delete body.metadata!.annotations; // the victim never opted in
     const victim = await core.createNamespacedPod({ namespace: ns.name, body });

@@ -88,11 +88,11 @@ describe('hostile pods on the node', () => {
     expect(JSON.parse(e.file(created, 'dependentOwnerReferences')!)).toEqual(stored.map(({ apiVersion, kind, name, uid }) => ({ apiVersion, kind, name, uid })));
   });
 
-  // DEFECT: see test/security/watch-utf8.test.ts. A watch event of this size reaches the
+  // Regression (was a defect, now fixed): see test/security/watch-utf8.test.ts. A watch event of this size reaches the
   // agent in several reads; Reflector.#consume decodes each on its own, so characters cut
   // at a read boundary become U+FFFD and the file misnames the owner. Fix: a StringDecoder
   // across chunks in agent/kube/reflector.ts.
-  it.fails('long non-ASCII owner names arriving by watch are written exactly', async () => {
+  it('long non-ASCII owner names arriving by watch are written exactly', async () => {
     const pods: V1Pod[] = [];
     for (let i = 0; i < 4; i++) pods.push(await create(`emoji-${i}`, { owners: [fakeOwner({ name: `${i}-${'🎉'.repeat(20_000)}` })] }));
     for (const p of pods) {

@@ -156,7 +156,7 @@ describe('a pod that keeps failing', () => {
     expect(k.forPod('bad')).toHaveLength(3);
   });
 
-  // DEFECT: the per-pod log limiter is forgotten when a pod opts out (Reconciler.#untrack
+  // Regression (was a defect, now fixed): the per-pod log limiter is forgotten when a pod opts out (Reconciler.#untrack
   // calls this.#reporter.forget(uid), and #untrack also serves opt-out), and re-tracking also
   // resets `reported`, so a pod that toggles ownerrefs.dev/volume on and off (any pod author
   // may update annotations) gets one warn line per toggle: 100 toggles, 100 lines, where
@@ -164,7 +164,7 @@ describe('a pod that keeps failing', () => {
   // keys by pod name and never forgets.) Fix (agent/reconciler.ts): call reporter.forget(uid)
   // only from remove() (pod deleted) and from replace() for pods no longer listed, not on
   // opt-out; the limiter's maxKeys (10 000) already bounds its memory.
-  it.fails('log lines stay bounded while the pod toggles its opt-in annotation', async () => {
+  it('log lines stay bounded while the pod toggles its opt-in annotation', async () => {
     const k = sinkKit();
     const bad = pod({ name: 'bad', annotation: 'nosuch' });
     for (let i = 0; i < 100; i++) {

@@ -71,7 +71,7 @@ describe('a hostile kubernetes.io/config.mirror value', () => {
     expect(readdirSync(path.join(k.root, 'pods'))).toEqual([hash]);
   });
 
-  // DEFECT: the agent trusts kubernetes.io/config.mirror to name the pod's own directory.
+  // Regression (was a defect, now fixed): the agent trusts kubernetes.io/config.mirror to name the pod's own directory.
   // Any pod created through the API with spec.nodeName may carry it (the API server
   // accepts any value; only the kubelet's orphan clean-up deletes such a pod later),
   // so a hostile pod that knows a victim pod's UID (UIDs are not secret: they appear
@@ -85,7 +85,7 @@ describe('a hostile kubernetes.io/config.mirror value', () => {
   // a mirror value that equals the metadata.uid of any other pod on the node; also refuse
   // (both pods) when two tracked pods resolve to the same volume directory, instead of
   // the silent `if (this.#byDir.has(dir)) continue` in #setVolumes.
-  it.fails('a mirror value naming another pod\'s UID: the victim\'s volume is untouched, and the attacker gets an Event', async () => {
+  it('a mirror value naming another pod\'s UID: the victim\'s volume is untouched, and the attacker gets an Event', async () => {
     const k = agentKit();
     const victim = pod({ name: 'victim', annotation: undefined, volumes: [{ name: 'data', emptyDir: {} }] });
     const victimVol = makeVolume(k.root, victim.metadata!.uid!, 'data');
@@ -106,13 +106,13 @@ describe('a hostile kubernetes.io/config.mirror value', () => {
     })]);
   });
 
-  // DEFECT (same root cause, CSI mode): Reconciler.#track does #byDisk.set(diskUid, uid), last
+  // Regression (was a defect; fixed by agent/diskclaims.ts; same root cause, CSI mode): Reconciler.#track does #byDisk.set(diskUid, uid), last
   // pod wins, and publish() serves whatever pod #byDisk names. A pod with the driver's inline
   // volume and kubernetes.io/config.mirror set to the victim's UID, seen after the victim, so
   // captures the victim's CSI volume: the kubelet's NodePublishVolume for the victim gets the
   // attacker's owners. Fix: as above - refuse a mirror value that is another pod's
   // metadata.uid, and never let a second pod take over a #byDisk entry.
-  it.fails('CSI mode: a mirror value naming another pod\'s UID does not capture that pod\'s CSI volume', async () => {
+  it('CSI mode: a mirror value naming another pod\'s UID does not capture that pod\'s CSI volume', async () => {
     const driver = 'ownerrefs.dev';
     const k = agentKit({ csiDriver: driver });
     const volumes = [{ name: 'podinfo', csi: { driver } }];

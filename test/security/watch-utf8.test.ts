@@ -59,7 +59,7 @@ describe('watch events with non-ASCII owner fields', () => {
     expect(ownerRefs(got!)).toBe(ownerRefs(sent));
   });
 
-  // DEFECT: Reflector.#consume decodes each chunk on its own (`chunk.toString('utf8')`),
+  // Regression (was a defect, now fixed): Reflector.#consume decodes each chunk on its own (`chunk.toString('utf8')`),
   // so a multi-byte character split across two reads of the watch stream becomes U+FFFD
   // replacement characters, and the agent writes a wrong ownerReferences file (wrong owner
   // name or kind) for the pod, until the next relist. Watch events for pods with long
@@ -69,7 +69,7 @@ describe('watch events with non-ASCII owner fields', () => {
   // Fix (agent/kube/reflector.ts): decode with a StringDecoder kept across chunks
   // (node:string_decoder), or res.setEncoding('utf8') before iterating, or split on the
   // 0x0a byte in a Buffer and decode whole lines.
-  it.fails.each(Object.entries(NAMES))('split inside a character (%s): the owners arrive exactly', async (_w, name) => {
+  it.each(Object.entries(NAMES))('split inside a character (%s): the owners arrive exactly', async (_w, name) => {
     const { pod: sent, bytes } = eventFor(name);
     const cut = bytes.indexOf(Buffer.from(name, 'utf8')) + 1; // one byte into the first character
     const [got] = await deliver([bytes.subarray(0, cut), bytes.subarray(cut)]);

@@ -45,8 +45,11 @@ function apiCode(err: unknown): number | undefined {
   return (err as { code?: number; statusCode?: number }).code ?? (err as { statusCode?: number }).statusCode;
 }
 
+// A mirror value is pod-controlled: one that is not a single safe path component is
+// ignored (the emulator would otherwise mkdir, and on deletion rm -rf, a traversing path).
 function diskUid(pod: V1Pod): string {
-  return pod.metadata?.annotations?.[MIRROR_ANNOTATION] ?? pod.metadata!.uid!;
+  const mirror = pod.metadata?.annotations?.[MIRROR_ANNOTATION];
+  return mirror !== undefined && /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/.test(mirror) ? mirror : pod.metadata!.uid!;
 }
 
 class Emulator implements KubeletEmulator {
