@@ -2,20 +2,12 @@
 // test/globalSetup.ts starts once per run.
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { inject } from 'vitest';
+import { inject, type ProvidedContext } from 'vitest';
 import { tailLogs } from '../controlplane/logs.ts';
 import { waitFor as baseWaitFor, type WaitOptions } from './wait.ts';
 
-export interface ClusterInfo {
-  kubeconfigPath: string;
-  server: string;
-  caPath: string;
-  nodeName: string;
-  workDir: string;
-  logsDir: string;
-  components: { controllerManager: boolean; scheduler: boolean };
-  binDir: string;
-}
+/** What test/globalSetup.ts provides about the shared control plane. */
+export type ClusterInfo = ProvidedContext;
 
 export function clusterInfo(): ClusterInfo {
   const kubeconfigPath = inject('kubeconfigPath');
