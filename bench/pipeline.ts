@@ -4,7 +4,10 @@
 // directory watcher on (as shipped) and replaced by a no-op, to separate the cost of
 // writing from the cost of reacting to the agent's own writes.
 //
-//   node --expose-gc bench/pipeline.ts [N ...] [chokidar|none]    (default 100 1000, both)
+//   node --expose-gc --max-semi-space-size=1 bench/pipeline.ts [N ...] [watch|none]   (default 100 1000, both)
+//
+// With the writer's fs calls synchronous (the bench's "syncfs" what-if shim):
+//   OWNERREFS_BENCH_SHIMS=syncfs node --import ./bench/variants/hook.ts --expose-gc --max-semi-space-size=1 bench/pipeline.ts
 
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -16,11 +19,12 @@ import { AgentMetrics } from '../agent/metrics.ts';
 import { Reconciler, type PodView } from '../agent/reconciler.ts';
 import { FsVolumeWriter } from '../agent/writer.ts';
 
-// Numbers are sizes; "chokidar" or "none" runs only that watcher (one per process gives
+// Numbers are sizes; "watch" or "none" runs only that watcher (one per process gives
 // clean RSS figures: RSS does not shrink back between runs in one process).
 const args = process.argv.slice(2);
 const sizes = args.filter((a) => /^\d+$/.test(a)).map(Number);
-const only = args.find((a) => a === 'chokidar' || a === 'none');
+const only = args.find((a) => a === 'watch' || a === 'none');
+const shims = process.env.OWNERREFS_BENCH_SHIMS ?? '';
 
 function pod(i: number, ownerUid: string, rv: number): PodView {
   return {
@@ -78,7 +82,7 @@ async function run(n: number, watcher: boolean): Promise<Record<string, number |
     await settle(r); // the watcher's reaction to our own writes arrives after the drain
     const cpu = process.cpuUsage(c0);
     const out = {
-      n, dirWatcher: watcher ? 'chokidar (as shipped)' : 'none',
+      n, dirWatcher: watcher ? 'VolumeDirWatcher (as shipped)' : 'none', ...(shims ? { shims } : {}),
       burstDrainedMs: Math.round(drainedMs),
       cpuPerEventUs: Math.round((cpu.user + cpu.system) / n),
       userUs: Math.round(cpu.user / n), systemUs: Math.round(cpu.system / n),
@@ -99,7 +103,7 @@ async function run(n: number, watcher: boolean): Promise<Record<string, number |
 const rows: Record<string, number | string>[] = [];
 for (const n of sizes.length ? sizes : [100, 1000]) {
   for (const watcher of [true, false]) {
-    if (only === undefined || only === (watcher ? 'chokidar' : 'none')) rows.push(await run(n, watcher));
+    if (only === undefined || only === (watcher ? 'watch' : 'none')) rows.push(await run(n, watcher));
   }
 }
 console.table(rows);

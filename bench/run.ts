@@ -3,24 +3,29 @@
 // unrelated churn, memory, CPU and API cost; writes bench/results/latest.json and a
 // chart. See docs/PERFORMANCE.md for the method and the results.
 //
-//   npm run bench                          N = 100, 500, 1000 (~5 min on 2 cores)
+//   npm run bench                          N = 100, 500, 1000 (about 3.5 min on 2 cores)
 //   npm run bench:smoke                    N = 20, for CI (no timing is asserted anywhere)
 //   npm run bench -- --baseline-ref=REF    also measure the idle RSS of the agent at REF
+//   npm run bench -- --agent-ref=REF --sizes=1000 --no-extras --out=bench/results/tmp/REF.json
+//                                          the agent at REF instead of the work tree (before/after)
+//   npm run bench -- --what-if=syncfs,nowatch   only these what-if variants (--what-if= : none)
 //
-// Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --profile
+// Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --agent-ref=REF
+//        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NODE_FLAGS } from '../agent/config.ts';
 import { TMP, buildAgent, buildVariants, bundleAgent, fsType, startAgent, type RunningAgentProc } from './support/agent.ts';
 import { renderChart } from './support/chart.ts';
 import { startBenchCluster } from './support/cluster.ts';
 import { ProbeProcess } from './support/ipc.ts';
 import { measureN, waitUntil } from './support/measure.ts';
 import { clearFiles, createPods, switchOwners, type BenchPod } from './support/pods.ts';
-import { updateDoc, type Results } from './support/report.ts';
+import { IDLE_SCRAPES, SHIPPED_IDLE, updateDoc, type Results } from './support/report.ts';
 import { cpuBetween, sample } from './support/proc.ts';
 import { gitState, loadavg, machine } from './support/machine.ts';
 import { nowMs, round } from './support/stats.ts';
@@ -29,6 +34,7 @@ const ROOT = path.join(import.meta.dirname, '..');
 const NODE = 'bench-node';
 const DEFAULT_OUT = path.join(ROOT, 'bench/results/latest.json');
 const SETTLE_MS = 3_000;
+const RESYNC_S = 5;
 // The agent's periodic disk verification is switched off while measuring (it would
 // land at random in a phase); its cost is measured on its own at the largest N.
 const NO_RESYNC = ['--resync-seconds=3600'];
@@ -39,17 +45,64 @@ const { values: flags } = parseArgs({
     out: { type: 'string', default: DEFAULT_OUT },
     chart: { type: 'string', default: path.join(ROOT, 'bench/results/latest.svg') },
     'baseline-ref': { type: 'string' },
+    // Measure the agent at this git ref instead of the work tree's (with that ref's NODE_FLAGS).
+    'agent-ref': { type: 'string' },
+    // Also measure the idle RSS of the agent bundled with rolldown.
+    bundle: { type: 'boolean', default: false },
+    // What-if variants to run at the largest N (keys of WHAT_IF); default DEFAULT_WHAT_IF.
+    'what-if': { type: 'string' },
     // Write a V8 CPU profile of each measured agent to bench/results/tmp/prof (slower).
     profile: { type: 'boolean', default: false },
     // Where volume directories live: tmpfs, like the documented `medium: Memory`
     // emptyDir, or the disk under the temporary directory (a default emptyDir).
     volumes: { type: 'string', default: 'memory' },
-    // --no-extras: skip the what-if variants and the resync measurement (CI smoke).
+    // --no-extras: only the shipped agent: no idle or what-if variants, no resync measurement (CI smoke).
     extras: { type: 'boolean', default: true },
   },
   allowNegative: true,
 });
 const sizes = flags.sizes.split(',').map(Number).sort((a, b) => a - b);
+
+/**
+ * A variant of the agent (not the product as shipped): the same compiled agent with one
+ * module swapped by bench/variants/hook.ts (`shims`), other Node flags, or other environment.
+ */
+interface Variant {
+  label: string;
+  shims?: string[];
+  env?: Record<string, string>;
+  /** Replaces the shipped NODE_FLAGS. */
+  nodeFlags?: string[];
+}
+
+// Idle RSS: what the idle target (70 MB) depends on. In a pod the agent reads in-cluster
+// credentials and never loads the YAML parser; the bench hands it a kubeconfig file, so the
+// "as in a pod" rows swap yaml for JSON.parse, and the others build on that.
+const NO_OPT = ['--no-opt', '--no-maglev'];
+const IDLE_VARIANTS: Variant[] = [
+  { label: "Node's default young generation (without NODE_FLAGS' --max-semi-space-size=1)", nodeFlags: [] },
+  { label: 'as in a pod: no YAML parser loaded (in-cluster credentials)', shims: ['noyaml'] },
+  { label: 'as in a pod, hand-written metrics instead of prom-client', shims: ['noyaml', 'metrics'] },
+  { label: 'as in a pod, hand-written metrics, minimal logger instead of pino', shims: ['noyaml', 'metrics', 'logger'] },
+  { label: 'as in a pod, V8 without its optimising compilers (--no-opt --no-maglev)', shims: ['noyaml'], nodeFlags: [...NODE_FLAGS, ...NO_OPT] },
+  { label: 'as in a pod, hand-written metrics and logger, --no-opt --no-maglev', shims: ['noyaml', 'metrics', 'logger'], nodeFlags: [...NODE_FLAGS, ...NO_OPT] },
+];
+
+// What-ifs at the largest N: what the remaining latency and memory gaps depend on.
+const LEAN = ['noyaml', 'metrics', 'logger'];
+const WHAT_IF: Record<string, Variant> = {
+  nowatch: { label: 'no directory watcher (no inotify, no stamp checks; self-heal off)', shims: ['nowatch'] },
+  syncfs: { label: "writer's fs calls synchronous (main thread, no libuv pool)", shims: ['syncfs'] },
+  pool2: { label: 'UV_THREADPOOL_SIZE=2 (libuv default 4)', env: { UV_THREADPOOL_SIZE: '2' } },
+  semispace: { label: "Node's default young generation (without --max-semi-space-size=1)", nodeFlags: [] },
+  leansync: { label: 'synchronous fs; no YAML parser, hand-written metrics and logger', shims: ['syncfs', ...LEAN] },
+  leansyncnoopt: { label: 'the same, and --no-opt --no-maglev', shims: ['syncfs', ...LEAN], nodeFlags: [...NODE_FLAGS, ...NO_OPT] },
+  lean: { label: 'no YAML parser, hand-written metrics and logger', shims: LEAN },
+};
+// `lean` alone only with --what-if=lean: leansync minus syncfs tells most of it.
+const DEFAULT_WHAT_IF = ['nowatch', 'syncfs', 'pool2', 'semispace', 'leansync', 'leansyncnoopt'];
+const whatIfKeys = flags['what-if'] === undefined ? DEFAULT_WHAT_IF : flags['what-if'].split(',').filter(Boolean);
+for (const k of whatIfKeys) if (!WHAT_IF[k]) throw new Error(`--what-if: unknown ${k}; known: ${Object.keys(WHAT_IF).join(', ')}`);
 const t0 = nowMs();
 const say = (msg: string) => process.stdout.write(`${((nowMs() - t0) / 1000).toFixed(1).padStart(6)}s  ${msg}\n`);
 
@@ -60,11 +113,17 @@ async function main(): Promise<void> {
     machine: machine(),
     git: gitState(),
     loadBefore: loadavg(),
+    idleScrapes: IDLE_SCRAPES,
   };
-  say(`building the agent (compiled JS, as the image runs it)${flags['baseline-ref'] ? ` and the baseline at ${flags['baseline-ref']}` : ''}`);
-  const mainJs = buildAgent();
-  const bundleJs = bundleAgent(mainJs);
-  const baselineJs = flags['baseline-ref'] ? buildAgent(flags['baseline-ref']) : undefined;
+  const ref = flags['agent-ref'];
+  say(`building the agent ${ref ? `at ${ref}` : 'of the work tree'} (compiled JS, as the image runs it)${flags['baseline-ref'] ? ` and the baseline at ${flags['baseline-ref']}` : ''}`);
+  const agent = buildAgent(ref);
+  if (ref) result.agentRef = { ref, nodeFlags: agent.nodeFlags };
+  const mainJs = agent.main;
+  // Bundling only with --bundle: it saved nothing measurable (docs/PERFORMANCE.md).
+  const bundleJs = flags.extras && flags.bundle ? bundleAgent(mainJs) : undefined;
+  const baseline = flags['baseline-ref'] ? buildAgent(flags['baseline-ref']) : undefined;
+  const hook = flags.extras ? buildVariants() : '';
 
   const work = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-bench-'));
   if (flags.volumes !== 'memory' && flags.volumes !== 'disk') throw new Error('--volumes must be memory or disk');
@@ -86,30 +145,44 @@ async function main(): Promise<void> {
 
     const mo = { say, quietCpuS: flags.profile ? 0.015 : 0.002 };
     const nodeArgs = flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(TMP, 'prof')}`] : [];
-    const run = (main: string, extra: string[] = []) =>
-      startAgent({ main, kubeconfig: cluster.agentKubeconfig, nodeName: NODE, kubeletRoot, args: [...NO_RESYNC, ...extra], nodeArgs });
+    const run = (main: string, extra: string[] = [], v: Variant = { label: 'as shipped' }) =>
+      startAgent({
+        main, kubeconfig: cluster.agentKubeconfig, nodeName: NODE, kubeletRoot, args: [...NO_RESYNC, ...extra],
+        nodeFlags: v.nodeFlags ?? agent.nodeFlags,
+        nodeArgs: [...(v.shims?.length ? ['--import', hook] : []), ...nodeArgs],
+        env: { ...v.env, ...(v.shims?.length ? { OWNERREFS_BENCH_SHIMS: v.shims.join(',') } : {}) },
+      });
 
     // --- Idle: no pod on the node has opted in.
     const idle: Record<string, unknown> = {};
-    const variants: [string, string, string[]][] = [
-      ['current (compiled JS)', mainJs, []],
-      ['current (compiled JS, --max-semi-space-size=1)', mainJs, ['--max-semi-space-size=1']],
-      ['current (TypeScript source)', path.join(ROOT, 'agent/main.ts'), []],
-    ];
-    if (bundleJs) variants.push(['current (bundled with rolldown)', bundleJs, []]);
-    if (baselineJs) {
-      variants.push([`baseline ${flags['baseline-ref']} (compiled JS)`, baselineJs, []]);
-      variants.push([`baseline ${flags['baseline-ref']} (TypeScript source)`, path.join(path.dirname(path.dirname(path.dirname(baselineJs))), 'agent/main.ts'), []]);
-      const bundled = bundleAgent(baselineJs);
-      if (bundled) variants.push([`baseline ${flags['baseline-ref']} (bundled with rolldown)`, bundled, []]);
+    const idleRuns: [string, () => Promise<RunningAgentProc>][] = [[SHIPPED_IDLE, () => run(mainJs)]];
+    if (flags.extras) {
+      for (const v of IDLE_VARIANTS) idleRuns.push([v.label, () => run(mainJs, [], v)]);
+      if (bundleJs) idleRuns.push(['bundled with rolldown', () => run(bundleJs)]);
     }
-    for (const [label, main, v8] of variants) {
-      const a = await startAgent({ main, kubeconfig: cluster.agentKubeconfig, nodeName: NODE, kubeletRoot, args: NO_RESYNC, nodeArgs: v8 });
+    if (baseline) {
+      const b = flags['baseline-ref']!;
+      const runB = (main: string) => startAgent({ main, kubeconfig: cluster.agentKubeconfig, nodeName: NODE, kubeletRoot, args: NO_RESYNC, nodeFlags: baseline.nodeFlags });
+      idleRuns.push([`baseline ${b} (compiled JS)`, () => runB(baseline.main)]);
+    }
+    for (const [label, start] of idleRuns) {
+      const a = await start();
       await waitUntil(() => a.ready(), 'agent ready');
       await sleep(SETTLE_MS);
       const s = sample(a.pid);
-      idle[label] = { rssMiB: round(s.rssMiB, 1), hwmMiB: round(s.hwmMiB, 1), startedMs: round(a.startedAt - a.spawnedAt, 1), load: loadavg() };
-      say(`idle RSS ${label}: ${s.rssMiB.toFixed(1)} MiB (peak ${s.hwmMiB.toFixed(1)}), 'agent started' after ${(a.startedAt - a.spawnedAt).toFixed(0)} ms`);
+      // Then what hours of idling in a cluster bring: Prometheus scrapes and kubelet probes,
+      // which warm up more code (V8's optimising compilers are paged in; RSS levels off).
+      for (let i = 0; i < IDLE_SCRAPES; i++) {
+        await (await fetch(`http://127.0.0.1:${a.healthPort}/metrics`)).text();
+        await (await fetch(`http://127.0.0.1:${a.healthPort}/healthz`)).text();
+      }
+      await sleep(1_000);
+      const s2 = sample(a.pid);
+      idle[label] = {
+        rssMiB: round(s.rssMiB, 1), hwmMiB: round(s.hwmMiB, 1), rssAfterScrapesMiB: round(s2.rssMiB, 1),
+        startedMs: round(a.startedAt - a.spawnedAt, 1), load: loadavg(),
+      };
+      say(`idle RSS ${label}: ${s.rssMiB.toFixed(1)} MiB (peak ${s.hwmMiB.toFixed(1)}), ${s2.rssMiB.toFixed(1)} after ${IDLE_SCRAPES} scrapes; 'agent started' after ${(a.startedAt - a.spawnedAt).toFixed(0)} ms`);
       await a.stop();
     }
     result.idle = idle;
@@ -132,29 +205,23 @@ async function main(): Promise<void> {
     }
     result.perN = perN;
 
-    // --- What-if runs at the largest N (not the product as shipped; see docs/PERFORMANCE.md):
-    // chokidar replaced by plain fs.watch, V8's young generation capped, and both.
+    // --- What-if runs at the largest N (not the product as shipped; see docs/PERFORMANCE.md).
     const whatIf: Record<string, unknown>[] = [];
-    const hook = flags.extras ? buildVariants() : '';
-    for (const [label, nodeArgs2] of !flags.extras ? [] : [
-      ['dir watcher on plain fs.watch instead of chokidar', ['--import', hook]],
-      ['V8 --max-semi-space-size=1', ['--max-semi-space-size=1']],
-      ['both of the above', ['--import', hook, '--max-semi-space-size=1']],
-    ] as const) {
-      say(`what-if at N=${pods.length}: ${label}`);
+    for (const key of flags.extras ? whatIfKeys : []) {
+      const v = WHAT_IF[key]!;
+      say(`what-if at N=${pods.length}: ${v.label}`);
       await reset(pods);
-      const r = await measureN(pods.length, pods, cluster, floor, files,
-        () => startAgent({ main: mainJs, kubeconfig: cluster.agentKubeconfig, nodeName: NODE, kubeletRoot, args: NO_RESYNC, nodeArgs: [...nodeArgs, ...nodeArgs2] }), mo);
+      const r = await measureN(pods.length, pods, cluster, floor, files, () => run(mainJs, [], v), mo);
       // Per-pod samples only for the product as shipped (the chart's); distributions stay.
       delete (r.propagation as { samples?: unknown }).samples;
-      whatIf.push({ variant: label, ...r });
+      whatIf.push({ variant: v.label, key, ...r });
     }
     result.whatIf = whatIf;
 
     // --- The periodic resync's cost at the largest N (a full verification of every volume).
     if (flags.extras) {
       await reset(pods);
-      result.resync = await measureResync(await run(mainJs, ['--resync-seconds=10']), pods.length);
+      result.resync = await measureResync(await run(mainJs, [`--resync-seconds=${RESYNC_S}`]), pods.length);
     }
 
     result.loadAfter = loadavg();
@@ -172,19 +239,20 @@ async function main(): Promise<void> {
   }
 }
 
-/** CPU of the periodic full verification (--resync-seconds=10, three rounds in 30.5 s). */
+/** CPU of the periodic full verification (--resync-seconds=5, three rounds in 15.5 s). */
 async function measureResync(agent: RunningAgentProc, n: number): Promise<Record<string, unknown>> {
+  const windowMs = 3 * RESYNC_S * 1000 + 500;
   await waitUntil(() => agent.ready(), 'agent ready');
-  await sleep(5_000);
+  await sleep(RESYNC_S * 1000 / 2); // the start-up sync done, between two rounds
   const r0 = sample(agent.pid);
   const u0 = await agent.metric('ownerrefs_file_unchanged_total');
-  await sleep(30_500);
+  await sleep(windowMs);
   const r1 = sample(agent.pid);
   const verified = (await agent.metric('ownerrefs_file_unchanged_total')) - u0;
   await agent.stop();
   const resyncs = verified / (3 * n);
-  say(`resync at N=${n}: ${verified} files verified in 30.5 s (${resyncs} full resyncs), ${(cpuBetween(r0, r1) * 1000).toFixed(0)} ms CPU`);
-  return { n, windowS: 30.5, filesVerified: verified, cpuS: round(cpuBetween(r0, r1)), cpuPerResyncS: round(cpuBetween(r0, r1) / resyncs), load: loadavg() };
+  say(`resync at N=${n}: ${verified} files verified in ${windowMs / 1000} s (${resyncs} full resyncs), ${(cpuBetween(r0, r1) * 1000).toFixed(0)} ms CPU`);
+  return { n, windowS: windowMs / 1000, filesVerified: verified, cpuS: round(cpuBetween(r0, r1)), cpuPerResyncS: round(cpuBetween(r0, r1) / resyncs), load: loadavg() };
 }
 
 main().then(() => process.exit(0), (err: unknown) => {

@@ -3,7 +3,7 @@
 // git ref, to measure memory before and after a change on the same cluster.
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { nowMs } from './stats.ts';
 import { NODE_FLAGS } from '../../agent/config.ts';
@@ -12,8 +12,14 @@ const ROOT = path.join(import.meta.dirname, '..', '..');
 export const TMP = path.join(ROOT, 'bench', 'results', 'tmp'); // git-ignored
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** Compiles agent/ and projections/ of the work tree (or of `ref`) to JS; returns main.js. */
-export function buildAgent(ref?: string): string {
+/** A compiled agent, and the Node flags it runs with (NODE_FLAGS of its own agent/config.ts). */
+export interface BuiltAgent {
+  main: string;
+  nodeFlags: readonly string[];
+}
+
+/** Compiles agent/ and projections/ of the work tree (or of `ref`) to JS. */
+export function buildAgent(ref?: string): BuiltAgent {
   const name = ref ? `baseline-${ref.replace(/[^\w.-]/g, '_')}` : 'current';
   const src = path.join(TMP, name);
   rmSync(src, { recursive: true, force: true });
@@ -29,18 +35,26 @@ export function buildAgent(ref?: string): string {
   execFileSync(process.execPath, [TSC, '-p', path.join(src, 'tsconfig.build.json'), '--noCheck', '--outDir', path.join(src, 'dist')], { stdio: 'inherit' });
   const main = path.join(src, 'dist', 'agent', 'main.js');
   if (!existsSync(main)) throw new Error(`build produced no ${main}`);
-  return main;
+  return { main, nodeFlags: ref ? nodeFlagsOf(path.join(src, 'agent', 'config.ts')) : NODE_FLAGS };
+}
+
+/** NODE_FLAGS as an older agent/config.ts declares it (none before it existed). */
+function nodeFlagsOf(configTs: string): string[] {
+  const m = /export const NODE_FLAGS[^=]*=\s*(\[[^\]]*\])/.exec(readFileSync(configTs, 'utf8'));
+  return m ? (JSON.parse(m[1]!.replace(/'/g, '"')) as string[]) : [];
 }
 
 /**
- * Compiles bench/variants (the what-if dir watcher and its loader hook) to JS, so the
- * compiled agent can load it without TypeScript support; returns the hook to --import.
+ * Compiles bench/variants (the what-if shims and their loader hook) to JS, so the compiled
+ * agent can load them without TypeScript support; returns the hook to --import, which
+ * swaps in the shims named in OWNERREFS_BENCH_SHIMS.
  */
 export function buildVariants(): string {
   const out = path.join(TMP, 'variants');
   const dir = path.join(ROOT, 'bench', 'variants');
-  execFileSync(process.execPath, [TSC, '--noCheck', '--module', 'nodenext', '--target', 'es2024', '--outDir', out,
-    path.join(dir, 'hook.ts'), path.join(dir, 'fswatch.ts')], { stdio: 'inherit' });
+  rmSync(out, { recursive: true, force: true });
+  const files = readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => path.join(dir, f));
+  execFileSync(process.execPath, [TSC, '--noCheck', '--module', 'nodenext', '--target', 'es2024', '--rootDir', dir, '--outDir', out, ...files], { stdio: 'inherit' });
   return path.join(out, 'hook.js');
 }
 
@@ -93,14 +107,18 @@ process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
 
 export async function startAgent(opts: {
   main: string; kubeconfig: string; nodeName: string; kubeletRoot: string; args?: string[];
-  /** Node's own flags, e.g. --cpu-prof. */
+  /** Node's own flags, e.g. --cpu-prof, after `nodeFlags`. */
   nodeArgs?: string[];
+  /** The flags the agent ships with (agent/config.ts NODE_FLAGS, as the Dockerfile runs it). */
+  nodeFlags?: readonly string[];
+  /** Added to the environment (which has NODE_ENV=production). */
+  env?: Record<string, string>;
 }): Promise<RunningAgentProc> {
   const spawnedAt = nowMs();
-  const child = spawn(process.execPath, [...NODE_FLAGS, ...(opts.nodeArgs ?? []), opts.main, 'run',
+  const child = spawn(process.execPath, [...(opts.nodeFlags ?? NODE_FLAGS), ...(opts.nodeArgs ?? []), opts.main, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
     '--health-addr=127.0.0.1:0', '--log-level=info', ...(opts.args ?? [])],
-  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } });
+  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production', ...opts.env } });
   running.add(child);
   child.once('exit', () => running.delete(child));
   let raw = '';

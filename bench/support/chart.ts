@@ -2,6 +2,8 @@
 // propagation latency distributions (agent vs the bare-watch floor) per N, RSS against
 // N, and start-up time against N, each with its target drawn in.
 
+import { MB_IN_MIB, idleShipped } from './report.ts';
+
 interface Result {
   machine: { cpu: string; cores: number };
   versions: { kubernetes: string; node: string };
@@ -118,13 +120,13 @@ function xyPanel(i: number, title: string, yLabel: string, r: Result, series: { 
 }
 
 export function renderChart(r: Result): string {
-  const idle = r.idle['current (compiled JS)']?.rssMiB ?? NaN;
+  const idle = idleShipped(r.idle);
   const nMax = Math.max(...r.perN.map((p) => p.n));
   const mem = xyPanel(1, 'Agent RSS', 'MiB', r, [
     { label: 'after start-up (N=0: idle)', pts: [[0, idle], ...r.perN.map((p) => [p.n, p.memory.rssAfterStartupMiB] as [number, number])] },
     { label: 'end of run', pts: r.perN.map((p) => [p.n, p.memory.rssEndMiB]) },
     { label: 'peak (VmHWM)', pts: r.perN.map((p) => [p.n, p.memory.peakRssMiB]) },
-  ], [{ y: 70, label: 'idle target 70', x: 0 }, { y: 100, label: 'target 100 at N=1000', x: nMax }]);
+  ], [{ y: 70 * MB_IN_MIB, label: 'idle target 70 MB', x: 0 }, { y: 100 * MB_IN_MIB, label: 'target 100 MB at N=1000', x: nMax }]);
   const startup = xyPanel(2, 'Start-up: spawn to all files correct', 'ms', r, [
     { label: 'all N files correct', pts: r.perN.map((p) => [p.n, p.startup.allFilesMs]) },
   ], [{ y: 2000, label: 'target 2 s at N=1000', x: nMax }]);

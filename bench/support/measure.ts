@@ -64,6 +64,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   const m0 = await agent.metrics();
   await sleep(SETTLE_MS);
   const sUp = sample(agent.pid);
+  const heapUp = heapOf(await agent.metrics());
 
   // Propagation: switch every pod's owner in bursts; per pod, write returned -> file / floor event.
   const rounds = Math.min(5, Math.max(2, Math.ceil(1000 / n)));
@@ -73,6 +74,9 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   const writeMs: number[] = [];
   const burstS: number[] = [];
   const c0 = sample(agent.pid);
+  // How long the agent's event loop takes to answer /healthz during the bursts: what a
+  // liveness probe sees (synchronous work on the main thread shows up here).
+  const health = pollHealth(agent);
   for (let r = 0; r < rounds; r++) {
     const to = cluster.owners[(r + 1) % 2]!;
     await floor.call('arm', { expect: Object.fromEntries(pods.map((p) => [p.uid, to.uid])) });
@@ -94,6 +98,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     writeMs.push(...w.writeMs);
   }
   const c1 = sample(agent.pid);
+  const healthzMs = await health.stop();
   const m1 = await agent.metrics();
   const a = dist(agentMs);
   const f = dist(floorMs);
@@ -108,6 +113,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     diskVerifications: (m1.get('ownerrefs_file_unchanged_total') ?? 0) - (m0.get('ownerrefs_file_unchanged_total') ?? 0),
     // The agent's own view (event received -> renamed), from its histogram, per bucket.
     agentHistogram: diffHistogram(histogram(m1, 'ownerrefs_propagation_seconds'), histogram(m0, 'ownerrefs_propagation_seconds')),
+    healthzMs: dist(healthzMs),
     samples: { agentMs: agentMs.map((x) => round(x, 2)), floorMs: floorMs.map((x) => round(x, 2)) },
     load: loadavg(),
   };
@@ -141,6 +147,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
 
   // Memory, CPU and API cost over the agent's whole life.
   const sEnd = sample(agent.pid);
+  const heapEnd = heapOf(await agent.metrics());
   const byVerb: Record<string, number> = {};
   for (const [k, v] of await agent.metrics()) {
     const m = /^ownerrefs_api_requests_total\{verb="(\w+)",code="(\w+)"\}$/.exec(k);
@@ -148,7 +155,11 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   }
   await agent.stop();
   const apf1 = await cluster.agentRequests();
-  out.memory = { rssAfterStartupMiB: round(sUp.rssMiB, 1), rssEndMiB: round(sEnd.rssMiB, 1), peakRssMiB: round(sEnd.hwmMiB, 1) };
+  out.memory = {
+    rssAfterStartupMiB: round(sUp.rssMiB, 1), rssEndMiB: round(sEnd.rssMiB, 1), peakRssMiB: round(sEnd.hwmMiB, 1),
+    // V8's heap and Node's external memory, from the agent's own default metrics (prom-client).
+    heapAfterStartup: heapUp, heapEnd,
+  };
   out.cpu = { agentWholeRunS: round(sEnd.cpuS), agentWholeRunTicksS: round(sEnd.cpuTicksS, 2), threads: sEnd.threads };
   const d0 = procOf(cluster.cp.pids.apiserver);
   const dStart = nowMs();
@@ -163,6 +174,38 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   };
   say(`N=${n} memory: ${sUp.rssMiB.toFixed(1)} MiB after start-up, ${sEnd.rssMiB.toFixed(1)} at the end, peak ${sEnd.hwmMiB.toFixed(1)}; API: agent ${JSON.stringify(byVerb)}, server counted ${apf1 - apf0}; DIY ${pods.length} GETs`);
   return out;
+}
+
+/** V8 heap committed and used, and external (Buffers), in MiB; empty without prom-client's default metrics. */
+function heapOf(m: Map<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, name] of [['totalMiB', 'ownerrefs_nodejs_heap_size_total_bytes'], ['usedMiB', 'ownerrefs_nodejs_heap_size_used_bytes'],
+    ['externalMiB', 'ownerrefs_nodejs_external_memory_bytes']] as const) {
+    const v = m.get(name);
+    if (v !== undefined) out[k] = round(v / 2 ** 20, 1);
+  }
+  for (const [k, v] of m) {
+    const hit = /^ownerrefs_nodejs_heap_space_size_total_bytes\{space="(\w+)"\}$/.exec(k);
+    if (hit && v > 0) out[`${hit[1]}SpaceMiB`] = round(v / 2 ** 20, 1);
+  }
+  return out;
+}
+
+/** Times /healthz every 50 ms until stopped; returns the response times in ms. */
+function pollHealth(agent: RunningAgentProc): { stop(): Promise<number[]> } {
+  const times: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const t = nowMs();
+      try {
+        await (await fetch(`http://127.0.0.1:${agent.healthPort}/healthz`)).text();
+        times.push(nowMs() - t);
+      } catch { /* counted as missing */ }
+      await sleep(50);
+    }
+  })();
+  return { async stop() { running = false; await loop; return times; } };
 }
 
 function procOf(pid: number | undefined): { cpuS: number } {
