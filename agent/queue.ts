@@ -104,7 +104,9 @@ export class WorkQueue {
           this.#running--;
           this.#active.delete(key);
           if (this.#dirty.delete(key)) this.add(key);
-          this.#pump();
+          // Next key on a later turn of the event loop: writes to tmpfs run inline (fsops.ts),
+          // and a burst must not starve the health server or the watch streams.
+          setImmediate(() => this.#pump());
           if (this.#running === 0 && this.#pending.length === 0) for (const r of this.#idle.splice(0)) r();
         });
     }

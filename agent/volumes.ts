@@ -105,7 +105,9 @@ export function resolveVolumes(pod: PodVolumesView, kubeletRoot: string): Volume
         `volume "${name}" is not an emptyDir; the agent only writes into emptyDir volumes (use emptyDir: {medium: Memory})`,
         { volume: name }));
     } else {
-      volumes.push({ name, target: { root: kubeletRoot, components: ['pods', uid, 'volumes', EMPTY_DIR_PLUGIN, name] } });
+      // medium: Memory is a tmpfs the kubelet mounts: the writer may use inline calls there.
+      const memory = (v.emptyDir as { medium?: string }).medium === 'Memory';
+      volumes.push({ name, target: { root: kubeletRoot, components: ['pods', uid, 'volumes', EMPTY_DIR_PLUGIN, name], memory } });
     }
   }
   return { volumes, errors };

@@ -31,6 +31,10 @@
  * Temporary names are fixed per file, so a crash leaves at most one per file and
  * the next sync removes it without listing a directory the pod can fill.
  *
+ * Every call goes through fsops.ts: on a memory-backed volume (tmpfs) the synchronous
+ * calls, which cannot block on a device and cost a fifth of the CPU; on a disk-backed one
+ * fs/promises, so a hung disk stalls a pool thread, never the agent.
+ *
  * Algorithm of sync(target, files, remove):
  *   1. Open <root>, then each component below it, one at a time, with
  *      O_DIRECTORY|O_NOFOLLOW relative to the previous descriptor. ENOENT means the
@@ -71,15 +75,22 @@
  */
 
 import { constants as C, type Stats } from 'node:fs';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ProjectedFile } from '../projections/index.ts';
 import { errnoOf, ProjectionError, type FailureReason } from './errors.ts';
+import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
 
 /** Where to write: a trusted absolute root plus components that must each be a real directory. */
 export interface VolumeTarget {
   root: string;
   components: readonly string[];
+  /** A tmpfs (emptyDir medium: Memory): calls cannot block on a device, so they run inline. */
+  memory?: boolean;
+}
+
+/** Which calls to use for a target (see fsops.ts). */
+function opsFor(target: VolumeTarget): FsOps {
+  return target.memory ? inlineOps : threadPoolOps;
 }
 
 export interface SyncResult {
@@ -136,7 +147,8 @@ export class FsVolumeWriter implements VolumeWriter {
     for (const f of [...files.map((x) => x.path), ...remove]) {
       if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(f)}`, { file: f });
     }
-    const dir = await openDirectory(target, opts.createTarget); // step 1 (1a)
+    const ops = opsFor(target);
+    const dir = await openDirectory(ops, target, opts.createTarget); // step 1 (1a)
     const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
     const result: SyncResult = { written: [], unchanged: [], removed: [], stamps: {} };
     const verify = opts.verify ?? true;
@@ -151,24 +163,24 @@ export class FsVolumeWriter implements VolumeWriter {
     };
     try {
       if (opts.createTarget) await this.#targetMode(dir); // step 1a
-      if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(at(TEMP_PREFIX + f.path), f.path)); // step 2
+      if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(ops, at(TEMP_PREFIX + f.path), f.path)); // step 2
       for (const f of files) {
         await each(f.path, async () => {
-          const current = verify ? await this.#isCurrent(at(f.path), f) : undefined; // step 3
+          const current = verify ? await this.#isCurrent(ops, at(f.path), f) : undefined; // step 3
           if (current) {
             result.unchanged.push(f.path);
             result.stamps[f.path] = current;
             return;
           }
-          result.stamps[f.path] = await replaceFile(at(TEMP_PREFIX + f.path), at(f.path), f, !verify); // steps 4-7
+          result.stamps[f.path] = await replaceFile(ops, at(TEMP_PREFIX + f.path), at(f.path), f, !verify); // steps 4-7
           result.written.push(f.path);
         });
       }
       for (const name of remove) { // step 8
         await each(name, async () => {
-          const st = await lstatOrNull(at(name), name);
+          const st = await lstatOrNull(ops, at(name), name);
           if (st?.isFile() && st.uid === this.#uid) {
-            await unlinkIfPresent(at(name), name);
+            await unlinkIfPresent(ops, at(name), name);
             result.removed.push(name);
           }
         });
@@ -186,25 +198,26 @@ export class FsVolumeWriter implements VolumeWriter {
       if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(f)}`);
     }
     const removed: string[] = [];
-    const dir = await openDirectory(target).catch(absentAsNull); // step 10
+    const ops = opsFor(target);
+    const dir = await openDirectory(ops, target).catch(absentAsNull); // step 10
     if (!dir) return { removed };
     try {
       for (const name of names) { // step 11
         const at = `/proc/self/fd/${dir.fd}/${name}`;
-        await unlinkIfPresent(`/proc/self/fd/${dir.fd}/${TEMP_PREFIX}${name}`, name);
-        const st = await lstatOrNull(at, name);
+        await unlinkIfPresent(ops, `/proc/self/fd/${dir.fd}/${TEMP_PREFIX}${name}`, name);
+        const st = await lstatOrNull(ops, at, name);
         if (st?.isFile() && st.uid === this.#uid) {
-          await unlinkIfPresent(at, name);
+          await unlinkIfPresent(ops, at, name);
           removed.push(name);
         }
       }
     } finally {
       await dir.close();
     }
-    const parent = await openDirectory({ root: target.root, components: target.components.slice(0, -1) }).catch(absentAsNull);
+    const parent = await openDirectory(ops, { root: target.root, components: target.components.slice(0, -1) }).catch(absentAsNull);
     if (!parent) return { removed };
     try {
-      await fs.rmdir(`/proc/self/fd/${parent.fd}/${last}`); // step 12
+      await ops.rmdir(`/proc/self/fd/${parent.fd}/${last}`); // step 12
     } catch (err) {
       const code = errnoOf(err);
       if (code === 'ENOTEMPTY' || code === 'EEXIST') {
@@ -219,17 +232,17 @@ export class FsVolumeWriter implements VolumeWriter {
 
   async stampOf(target: VolumeTarget, name: string): Promise<string | undefined> {
     if (!isSafeComponent(name) || !target.components.every(isSafeComponent)) return undefined;
-    const st = await lstatOrNull(path.join(target.root, ...target.components, name), name).catch(() => null);
+    const st = await lstatOrNull(opsFor(target), path.join(target.root, ...target.components, name), name).catch(() => null);
     return st ? stamp(st) : undefined;
   }
 
   /** Step 3: the file's stamp if it is ours and holds exactly these bytes, else undefined. */
-  async #isCurrent(path: string, f: ProjectedFile): Promise<string | undefined> {
-    const st = await lstatOrNull(path, f.path);
+  async #isCurrent(ops: FsOps, path: string, f: ProjectedFile): Promise<string | undefined> {
+    const st = await lstatOrNull(ops, path, f.path);
     if (!st || !this.#ours(st, f)) return undefined;
-    let fh: fs.FileHandle;
+    let fh: FileOps;
     try {
-      fh = await fs.open(path, READ_FLAGS);
+      fh = await ops.open(path, READ_FLAGS);
     } catch (err) {
       // Swapped for a link or removed since lstat: just replace it.
       if (['ELOOP', 'ENOENT', 'ENXIO'].includes(errnoOf(err) ?? '')) return undefined;
@@ -239,7 +252,7 @@ export class FsVolumeWriter implements VolumeWriter {
       const now = await fh.stat();
       if (now.ino !== st.ino || now.dev !== st.dev || !this.#ours(now, f)) return undefined;
       const buf = Buffer.alloc(f.bytes.length + 1);
-      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      const bytesRead = await fh.read(buf);
       return bytesRead === f.bytes.length && buf.subarray(0, bytesRead).equals(f.bytes) ? stamp(now) : undefined;
     } finally {
       await fh.close();
@@ -247,7 +260,7 @@ export class FsVolumeWriter implements VolumeWriter {
   }
 
   /** mkdir is subject to the umask: make a target we own readable by every uid in the pod. */
-  async #targetMode(dir: fs.FileHandle): Promise<void> {
+  async #targetMode(dir: FileOps): Promise<void> {
     const st = await dir.stat();
     if (st.uid === this.#uid && (st.mode & 0o7777) !== TARGET_DIR_MODE) await dir.chmod(TARGET_DIR_MODE);
   }
@@ -258,10 +271,10 @@ export class FsVolumeWriter implements VolumeWriter {
 }
 
 /** Steps 1 and 1a (`createLast`); step 10 too. */
-async function openDirectory(target: VolumeTarget, createLast = false): Promise<fs.FileHandle> {
-  let dir: fs.FileHandle;
+async function openDirectory(ops: FsOps, target: VolumeTarget, createLast = false): Promise<FileOps> {
+  let dir: FileOps;
   try {
-    dir = await fs.open(target.root, C.O_RDONLY | C.O_DIRECTORY); // the root is trusted configuration
+    dir = await ops.open(target.root, C.O_RDONLY | C.O_DIRECTORY); // the root is trusted configuration
   } catch (err) {
     throw dirError(err, target.root);
   }
@@ -273,8 +286,8 @@ async function openDirectory(target: VolumeTarget, createLast = false): Promise<
     try {
       const at = `/proc/self/fd/${dir.fd}/${c}`;
       // EEXIST: whatever is there is opened below like any component (a symlink fails ELOOP).
-      if (createLast && i === target.components.length - 1) await fs.mkdir(at, TARGET_DIR_MODE).catch(unlessExists);
-      const next = await fs.open(at, DIR_FLAGS);
+      if (createLast && i === target.components.length - 1) await ops.mkdir(at, TARGET_DIR_MODE).catch(unlessExists);
+      const next = await ops.open(at, DIR_FLAGS);
       await dir.close();
       dir = next;
     } catch (err) {
@@ -305,14 +318,14 @@ function dirError(err: unknown, component: string): ProjectionError {
 }
 
 /** Steps 4-7; returns the stamp of the file renamed into place. */
-async function replaceFile(tmp: string, final: string, f: ProjectedFile, clearLeftover: boolean): Promise<string> {
-  let fh: fs.FileHandle;
+async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedFile, clearLeftover: boolean): Promise<string> {
+  let fh: FileOps;
   try {
-    fh = await fs.open(tmp, CREATE_FLAGS, 0o600); // step 4
+    fh = await ops.open(tmp, CREATE_FLAGS, 0o600); // step 4
   } catch (err) {
     if (errnoOf(err) === 'EEXIST' && clearLeftover) {
-      await unlinkIfPresent(tmp, f.path); // step 2 was skipped: a crash's leftover, or planted
-      return replaceFile(tmp, final, f, false);
+      await unlinkIfPresent(ops, tmp, f.path); // step 2 was skipped: a crash's leftover, or planted
+      return replaceFile(ops, tmp, final, f, false);
     }
     if (errnoOf(err) === 'EEXIST') {
       // Step 2 removed it, so something raced us to the name: refuse rather than loop.
@@ -323,15 +336,15 @@ async function replaceFile(tmp: string, final: string, f: ProjectedFile, clearLe
   let written: string;
   try {
     try {
-      await fh.write(f.bytes, 0, f.bytes.length, 0); // step 5 (FileHandle.write loops on short writes)
+      await fh.writeAll(f.bytes); // step 5
       await fh.chmod(f.mode);
       written = stamp(await fh.stat()); // rename keeps inode, size, mtime and mode
     } finally {
       await fh.close(); // step 6
     }
-    await fs.rename(tmp, final); // step 7
+    await ops.rename(tmp, final); // step 7
   } catch (err) {
-    await unlinkIfPresent(tmp, f.path).catch(() => undefined);
+    await unlinkIfPresent(ops, tmp, f.path).catch(() => undefined);
     const code = errnoOf(err);
     if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
       throw new ProjectionError('NameTaken', `${f.path} exists and is a directory; delete it so the agent can write the file`, { file: f.path }, err);
@@ -341,18 +354,18 @@ async function replaceFile(tmp: string, final: string, f: ProjectedFile, clearLe
   return written;
 }
 
-async function lstatOrNull(path: string, name: string): Promise<Stats | null> {
+async function lstatOrNull(ops: FsOps, path: string, name: string): Promise<Stats | null> {
   try {
-    return await fs.lstat(path);
+    return await ops.lstat(path);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
     throw ioError(err, name, 'inspecting');
   }
 }
 
-async function unlinkIfPresent(path: string, name: string): Promise<void> {
+async function unlinkIfPresent(ops: FsOps, path: string, name: string): Promise<void> {
   try {
-    await fs.unlink(path);
+    await ops.unlink(path);
   } catch (err) {
     const code = errnoOf(err);
     if (code === 'ENOENT') return;

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ProjectionError } from '../../agent/errors.ts';
 import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/writer.ts';
 import { ALL_FILE_NAMES, FILES, project } from '../../projections/index.ts';
@@ -10,8 +10,10 @@ import { startReader } from '../support/reader.ts';
 import { makeVolume, snapshot, tmpDir } from '../support/tmpdir.ts';
 
 const UID = '11111111-2222-4333-8444-555555555555';
+// Every test runs twice: with the thread-pool calls (disk-backed volume) and inline (tmpfs).
+let memory = false;
 const target = (root: string, name = 'podinfo'): VolumeTarget => ({
-  root, components: ['pods', UID, 'volumes', 'kubernetes.io~empty-dir', name],
+  root, components: ['pods', UID, 'volumes', 'kubernetes.io~empty-dir', name], memory,
 });
 const files = (name = 'owner') => project(pod({ owners: [owner({ name })] }));
 const writer = new FsVolumeWriter();
@@ -33,7 +35,11 @@ function setup() {
   return { base, root, vol, outside };
 }
 
-describe('FsVolumeWriter', () => {
+describe.each([{ memory: false }, { memory: true }])('FsVolumeWriter (memory-backed: $memory)', (mode) => {
+  beforeEach(() => {
+    memory = mode.memory;
+  });
+
   it('writes every file 0644 with the exact bytes and leaves no temporary behind', async () => {
     const { root, vol } = setup();
     const want = files();
