@@ -23,7 +23,7 @@ export interface RunningAgent {
   stop(): Promise<void>;
 }
 
-/** Our own loader, not client-node's KubeConfig, whose import costs ~80 MB RSS per node (docs/PERFORMANCE.md). */
+/** Our own loader, not client-node's KubeConfig, whose import costs 60-80 MB of RSS per node (docs/PERFORMANCE.md). */
 export function loadKubeConfig(path: string | undefined): Credentials {
   return path ? KubeCredentials.fromFile(path) : KubeCredentials.inCluster();
 }
