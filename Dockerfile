@@ -15,6 +15,8 @@ RUN npx tsc -p tsconfig.build.json && cp -R agent/csi/proto dist/agent/csi/ && n
 # Runtime: Node 24, production dependencies and compiled JavaScript only.
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production
+# agent/config.ts AGENT_ENV: two malloc arenas keep RSS flat (a test keeps the two in step).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules

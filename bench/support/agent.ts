@@ -6,7 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { nowMs } from './stats.ts';
-import { NODE_FLAGS } from '../../agent/config.ts';
+import { AGENT_ENV, NODE_FLAGS } from '../../agent/config.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 export const TMP = path.join(ROOT, 'bench', 'results', 'tmp'); // git-ignored
@@ -118,7 +118,7 @@ export async function startAgent(opts: {
   const child = spawn(process.execPath, [...(opts.nodeFlags ?? NODE_FLAGS), ...(opts.nodeArgs ?? []), opts.main, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
     '--health-addr=127.0.0.1:0', '--log-level=info', ...(opts.args ?? [])],
-  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production', ...opts.env } });
+  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV, NODE_ENV: 'production', ...opts.env } });
   running.add(child);
   child.once('exit', () => running.delete(child));
   let raw = '';

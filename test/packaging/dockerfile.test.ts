@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../../agent/config.ts';
+import { AGENT_ENV, NODE_FLAGS } from '../../agent/config.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 
@@ -11,6 +11,10 @@ describe('Dockerfile', () => {
   it('runs the agent with the V8 flags the tests and bench use (NODE_FLAGS)', () => {
     const entry = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
     expect(entry).toEqual(['node', ...NODE_FLAGS, 'dist/agent/main.js']);
+  });
+
+  it('sets the environment the tests and bench run the agent with (AGENT_ENV)', () => {
+    for (const [k, v] of Object.entries(AGENT_ENV)) expect(dockerfile).toMatch(new RegExp(`^ENV ${k}=${v}$`, 'm'));
   });
 
   it('builds on Node 24 and ships production dependencies only', () => {

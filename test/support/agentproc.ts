@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { NODE_FLAGS } from '../../agent/config.ts';
+import { AGENT_ENV, NODE_FLAGS } from '../../agent/config.ts';
 import { waitFor } from './wait.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
@@ -73,7 +73,8 @@ export async function startAgentProcess(opts: {
 }): Promise<AgentProcess> {
   const child = spawn(process.execPath, [...NODE_FLAGS, MAIN, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
-    '--health-addr=127.0.0.1:0', '--log-level=debug', ...(opts.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--health-addr=127.0.0.1:0', '--log-level=debug', ...(opts.args ?? [])],
+  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
   running.add(child);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
   let raw = '';
