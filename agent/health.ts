@@ -4,8 +4,13 @@
 // agent would not help, and files already written stay valid. Readiness says the
 // agent is in step with the API server.
 
-import http from 'node:http';
+import type http from 'node:http';
 import type { Registry } from 'prom-client';
+
+// Not `import http from 'node:http'`: Node's ESM wrapper of a built-in reads every export,
+// and node:http's WebSocket, CloseEvent and MessageEvent are lazy getters that load undici,
+// about 12 MiB of RSS the agent never uses. getBuiltinModule returns the plain module.
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface ReadinessCheck {
   /** Empty when ready; otherwise why not. */
@@ -13,7 +18,7 @@ export interface ReadinessCheck {
 }
 
 export function startHealthServer(opts: { host: string; port: number; ready: ReadinessCheck; registry: Registry }): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
+  const server = createServer((req, res) => {
     const url = req.url?.split('?')[0];
     if (url === '/healthz' || url === '/livez') return reply(res, 200, 'ok\n');
     if (url === '/readyz') {
