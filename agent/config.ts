@@ -47,9 +47,12 @@ type FlagName = keyof typeof RUN_FLAGS;
  * V8 flags the agent runs with (Dockerfile ENTRYPOINT; tests, demo and bench spawn it the
  * same way). A 1 MiB semi-space keeps the young generation small: the agent's garbage is
  * short-lived and tiny, and the default (16 MiB semi-spaces) costs tens of MiB of RSS
- * per node for nothing (docs/PERFORMANCE.md).
+ * per node for nothing. --no-opt --no-maglev keep V8's interpreter and baseline compiler
+ * and drop its optimising compilers: their code pages and working memory cost 7-20 MiB
+ * per agent once a scrape or a burst wakes them, and the agent's hot work (system calls,
+ * JSON.parse) is native code either way (docs/PERFORMANCE.md measures both).
  */
-export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-opt', '--no-maglev'];
 
 /**
  * Environment the agent runs with (Dockerfile ENV; tests, demo and bench likewise).

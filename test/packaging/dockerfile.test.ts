@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +12,14 @@ describe('Dockerfile', () => {
   it('runs the agent with the V8 flags the tests and bench use (NODE_FLAGS)', () => {
     const entry = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
     expect(entry).toEqual(['node', ...NODE_FLAGS, 'dist/agent/main.js']);
+  });
+
+  it('uses V8 flags that this Node accepts (an unknown one makes node exit with "bad option")', () => {
+    const code = 'JSON.stringify(process.execArgv)';
+    const r = spawnSync(process.execPath, [...NODE_FLAGS, '-p', code], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([...NODE_FLAGS, '-p', code]);
   });
 
   it('sets the environment the tests and bench run the agent with (AGENT_ENV)', () => {
