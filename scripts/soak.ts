@@ -22,14 +22,25 @@ const t0 = Date.now();
 const say = (msg: string) => process.stdout.write(`${((Date.now() - t0) / 1000).toFixed(0).padStart(6)}s  ${msg}\n`);
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
-/** RSS and fds from /proc; live JS heap from the agent's own metrics (a leak shows there first). */
-async function sample(agent: { child: { pid?: number }; metric(name: string): Promise<number> }) {
+/**
+ * RSS (split into anonymous and file-backed) and fds from /proc; the JS heap from the agent's
+ * own metrics: used (a leak shows there first), committed by V8, per space for the two that
+ * grow on their own (old, code), and external (Buffers). Anon minus V8's share is malloc.
+ */
+async function sample(agent: { child: { pid?: number }; metric(name: string, labels?: string): Promise<number> }) {
   const pid = agent.child.pid!;
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-  const heap = await agent.metric('ownerrefs_nodejs_heap_size_used_bytes');
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]);
+  const mb = (bytes: number) => Math.round(bytes / 104857.6) / 10;
+  const space = (name: string) => agent.metric('ownerrefs_nodejs_heap_space_size_total_bytes', `space="${name}"`);
   return {
-    t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(rssKb / 102.4) / 10,
-    heapUsedMb: Math.round(heap / 104857.6) / 10, fds: readdirSync(`/proc/${pid}/fd`).length,
+    t: Math.round((Date.now() - t0) / 1000), rssMb: Math.round(kb('VmRSS') / 102.4) / 10,
+    anonMb: Math.round(kb('RssAnon') / 102.4) / 10, fileMb: Math.round(kb('RssFile') / 102.4) / 10,
+    heapUsedMb: mb(await agent.metric('ownerrefs_nodejs_heap_size_used_bytes')),
+    heapTotalMb: mb(await agent.metric('ownerrefs_nodejs_heap_size_total_bytes')),
+    oldSpaceMb: mb(await space('old')), codeSpaceMb: mb(await space('code')),
+    externalMb: mb(await agent.metric('ownerrefs_nodejs_external_memory_bytes')),
+    fds: readdirSync(`/proc/${pid}/fd`).length,
   };
 }
 
@@ -88,7 +99,7 @@ async function main(): Promise<number> {
         samples.push(await sample(agent));
         nextSample += 15_000;
         const s = samples.at(-1)!;
-        say(`rss ${s.rssMb} MB, heap used ${s.heapUsedMb} MB, fds ${s.fds}, ops ${JSON.stringify(ops)}`);
+        say(`rss ${s.rssMb} MB (anon ${s.anonMb}, file ${s.fileMb}), heap used/committed ${s.heapUsedMb}/${s.heapTotalMb} MB (old ${s.oldSpaceMb}, code ${s.codeSpaceMb}), external ${s.externalMb}, fds ${s.fds}, ops ${JSON.stringify(ops)}`);
       }
       await new Promise((res) => setTimeout(res, 1000 / RATE));
     }
