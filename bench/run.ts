@@ -78,14 +78,18 @@ interface Variant {
 // Idle RSS: what the idle target (70 MB) depends on. In a pod the agent reads in-cluster
 // credentials and never loads the YAML parser; the bench hands it a kubeconfig file, so the
 // "as in a pod" rows swap yaml for JSON.parse, and the others build on that.
-const NO_OPT = ['--no-opt', '--no-maglev'];
+const OPT = ['--no-opt', '--no-maglev'];
+const without = (drop: string[]) => NODE_FLAGS.filter((f) => !drop.includes(f));
+// glibc's malloc returns freed blocks above 128 KiB to the kernel at once (mallopt(3));
+// by default it raises that bound as large blocks are freed, and keeps them.
+const MALLOC_FIXED = { MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_TRIM_THRESHOLD_: '131072' };
 const IDLE_VARIANTS: Variant[] = [
-  { label: "Node's default young generation (without NODE_FLAGS' --max-semi-space-size=1)", nodeFlags: [] },
+  { label: "with V8's optimising compilers (NODE_FLAGS without --no-opt --no-maglev)", nodeFlags: without(OPT) },
+  { label: "Node's default young generation (NODE_FLAGS without --max-semi-space-size=1)", nodeFlags: without(['--max-semi-space-size=1']) },
+  { label: 'malloc thresholds fixed at 128 KiB (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_)', env: MALLOC_FIXED },
   { label: 'as in a pod: no YAML parser loaded (in-cluster credentials)', shims: ['noyaml'] },
   { label: 'as in a pod, hand-written metrics instead of prom-client', shims: ['noyaml', 'metrics'] },
   { label: 'as in a pod, hand-written metrics, minimal logger instead of pino', shims: ['noyaml', 'metrics', 'logger'] },
-  { label: 'as in a pod, V8 without its optimising compilers (--no-opt --no-maglev)', shims: ['noyaml'], nodeFlags: [...NODE_FLAGS, ...NO_OPT] },
-  { label: 'as in a pod, hand-written metrics and logger, --no-opt --no-maglev', shims: ['noyaml', 'metrics', 'logger'], nodeFlags: [...NODE_FLAGS, ...NO_OPT] },
 ];
 
 // What-ifs at the largest N: what the remaining latency and memory gaps depend on.
@@ -94,13 +98,14 @@ const WHAT_IF: Record<string, Variant> = {
   nowatch: { label: 'no directory watcher (no inotify, no stamp checks; self-heal off)', shims: ['nowatch'] },
   syncfs: { label: "writer's fs calls synchronous (main thread, no libuv pool)", shims: ['syncfs'] },
   pool2: { label: 'UV_THREADPOOL_SIZE=2 (libuv default 4)', env: { UV_THREADPOOL_SIZE: '2' } },
-  semispace: { label: "Node's default young generation (without --max-semi-space-size=1)", nodeFlags: [] },
+  semispace: { label: "Node's default young generation (without --max-semi-space-size=1)", nodeFlags: without(['--max-semi-space-size=1']) },
+  opt: { label: "V8's optimising compilers on (without --no-opt --no-maglev)", nodeFlags: without(OPT) },
+  malloc: { label: 'malloc thresholds fixed at 128 KiB', env: MALLOC_FIXED },
   leansync: { label: 'synchronous fs; no YAML parser, hand-written metrics and logger', shims: ['syncfs', ...LEAN] },
-  leansyncnoopt: { label: 'the same, and --no-opt --no-maglev', shims: ['syncfs', ...LEAN], nodeFlags: [...NODE_FLAGS, ...NO_OPT] },
   lean: { label: 'no YAML parser, hand-written metrics and logger', shims: LEAN },
 };
 // `lean` alone only with --what-if=lean: leansync minus syncfs tells most of it.
-const DEFAULT_WHAT_IF = ['nowatch', 'syncfs', 'pool2', 'semispace', 'leansync', 'leansyncnoopt'];
+const DEFAULT_WHAT_IF = ['nowatch', 'syncfs', 'pool2', 'semispace', 'opt', 'malloc', 'leansync'];
 const whatIfKeys = flags['what-if'] === undefined ? DEFAULT_WHAT_IF : flags['what-if'].split(',').filter(Boolean);
 for (const k of whatIfKeys) if (!WHAT_IF[k]) throw new Error(`--what-if: unknown ${k}; known: ${Object.keys(WHAT_IF).join(', ')}`);
 const t0 = nowMs();
