@@ -25,7 +25,11 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-export async function startLocalCluster(opts: { node: string; agentArgs?: string[]; say?: (msg: string) => void }): Promise<LocalCluster> {
+export async function startLocalCluster(opts: {
+  node: string; agentArgs?: string[]; say?: (msg: string) => void;
+  /** Run this entry point (e.g. the compiled agent, as the image does) instead of agent/main.ts. */
+  agentMain?: string; agentEnv?: Record<string, string>;
+}): Promise<LocalCluster> {
   const say = opts.say ?? (() => {});
   say('building or locating etcd, kube-apiserver, kube-controller-manager, kube-scheduler (first run: ~5 min)');
   const binDir = execFileSync('bash', [path.join(ROOT, 'test/controlplane/build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -42,7 +46,7 @@ export async function startLocalCluster(opts: { node: string; agentArgs?: string
     const kubelet = await startKubeletEmulator({ kc, nodeName: opts.node, kubeletRoot });
     stops.unshift(() => kubelet.stop());
     const agent = await startAgentProcess({
-      kubeconfig: await agentKubeconfig(kc, kubeletRoot), nodeName: opts.node, kubeletRoot, args: opts.agentArgs ?? ['--log-level=info'],
+      kubeconfig: await agentKubeconfig(kc, kubeletRoot), nodeName: opts.node, kubeletRoot, args: opts.agentArgs ?? ['--log-level=info'], main: opts.agentMain, env: opts.agentEnv,
     });
     stops.unshift(() => agent.stop());
     await waitFor(async () => (await agent.get('/readyz')).status === 200, { describe: 'agent ready' });

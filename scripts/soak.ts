@@ -1,5 +1,5 @@
 // `npm run soak [-- --minutes=30 --pods=50 --rate=20]`: bounded random churn against
-// the local control plane, sampling the agent's RSS and open file descriptors. At the
+// the local control plane and the compiled agent, sampling the agent's RSS and open file descriptors. At the
 // end every file must be correct, and RSS and fds must be flat (not growing with time).
 // Results go to docs/soak/latest.json; exit code 1 if a check fails.
 
@@ -11,6 +11,7 @@ import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { FILES, project } from '../projections/index.ts';
 import { mergePatch } from '../test/support/patch.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { buildAgent } from '../bench/support/agent.ts';
 import { startLocalCluster } from './localcluster.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, pods: { type: 'string', default: '50' }, rate: { type: 'string', default: '20' } } });
@@ -45,7 +46,9 @@ async function sample(agent: { child: { pid?: number }; metric(name: string, lab
 }
 
 async function main(): Promise<number> {
-  const lc = await startLocalCluster({ node: 'soak-node', say });
+  // The agent as the image runs it: compiled JavaScript, NODE_ENV=production.
+  const built = buildAgent();
+  const lc = await startLocalCluster({ node: 'soak-node', say, agentMain: built.main, agentEnv: { NODE_ENV: 'production' } });
   try {
     const { core, kubelet, agent } = lc;
     const owners: V1ConfigMap[] = [];

@@ -70,11 +70,14 @@ process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
 
 export async function startAgentProcess(opts: {
   kubeconfig: string; nodeName: string; kubeletRoot: string; args?: string[];
+  /** Entry point; default agent/main.ts run from source. The soak passes the compiled one. */
+  main?: string;
+  env?: Record<string, string>;
 }): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN, 'run',
+  const child = spawn(process.execPath, [...NODE_FLAGS, opts.main ?? MAIN, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
     '--health-addr=127.0.0.1:0', '--log-level=debug', ...(opts.args ?? [])],
-  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
+  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV, ...opts.env } });
   running.add(child);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
   let raw = '';
