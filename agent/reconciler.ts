@@ -6,9 +6,8 @@
 // disk is touched only when the bytes changed or a directory event / resync asks
 // for verification. Nothing scans all pods on a single event.
 
-import path from 'node:path';
 import type { Logger } from 'pino';
-import { ALL_FILE_NAMES, FILES, ownersOf, project, type OwnerReference, type PodMeta, type ProjectedFile } from '../projections/index.ts';
+import { ALL_FILE_NAMES, FILES, ownersOf, project, type ProjectedFile } from '../projections/index.ts';
 import { realClock, type Clock } from './clock.ts';
 import type { DirWatchEvents, DirWatcher } from './dirwatch.ts';
 import { ProjectionError } from './errors.ts';
@@ -20,38 +19,12 @@ import { F } from './logfields.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from './nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
+import { PodTable, dirOf, podKey, type PodView, type Tracked } from './podtable.ts';
 import { FailureReporter } from './reporter.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, describe, diskUID, optedIn, resolveVolumes, usesCsiDriver, type PodVolumesView, type ResolvedVolume } from './volumes.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, describe, diskUID, optedIn, resolveVolumes, usesCsiDriver } from './volumes.ts';
 import type { VolumeTarget, VolumeWriter } from './writer.ts';
 
-export type PodView = PodMeta & PodVolumesView & {
-  metadata?: { name?: string; namespace?: string; uid?: string } | undefined;
-};
-
-interface Tracked {
-  pod: InvolvedObject;
-  /** What upsert needs of the pod, kept to look at it again when another pod's arrival changes its verdict. */
-  view: PodView;
-  /** The pod's directory name under <kubelet>/pods (differs from uid for static pods). */
-  diskUid: string;
-  owners: readonly OwnerReference[];
-  /** The annotation's volumes; `volumes` adds the extra (CSI) targets to them. */
-  annotated: ResolvedVolume[];
-  volumes: ResolvedVolume[];
-  files: ProjectedFile[];
-  /** Identifies `files`; a volume is up to date when its synced fingerprint equals this. */
-  fingerprint: string;
-  synced: Map<string, string>;
-  /** Volumes whose disk state must be checked even if the fingerprint matches. */
-  verify: Set<string>;
-  /** Per volume, the stamp of each file as the agent last left it: tells its own writes from the pod's. */
-  stamps: Map<string, Record<string, string>>;
-  /** Resolution errors already reported, so status churn does not repeat them. */
-  reported: string;
-  receivedAt: number;
-  /** Set while the pod's files are refused (TooLarge): a CSI publish fails with it. */
-  refused: ProjectionError | undefined;
-}
+export type { PodView } from './podtable.ts';
 
 export interface ReconcilerOptions {
   kubeletRoot: string;
@@ -74,14 +47,11 @@ export const DEFAULT_MAX_BYTES = 256 * 1024;
 
 export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   readonly #o: ReconcilerOptions & { clock: Clock; maxBytes: number };
-  readonly #tracked = new Map<string, Tracked>();
-  readonly #byDir = new Map<string, { uid: string; volume: string }>();
+  readonly #pods: PodTable;
   readonly #queue: WorkQueue;
   readonly #dirs: DirWatcher;
   readonly #reporter: FailureReporter;
   readonly #extra: ExtraTargets;
-  /** On-disk UID -> API uid of tracked pods. */
-  readonly #byDisk = new Map<string, string>();
   readonly #locks = new DirLocks();
   readonly #claims = new DiskClaims();
   #settings: NodeSettings = DEFAULT_SETTINGS;
@@ -90,6 +60,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     this.#o = { clock: realClock, maxBytes: DEFAULT_MAX_BYTES, ...opts };
     this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? 4, process: (uid) => this.#process(uid), clock: this.#o.clock });
     this.#dirs = opts.dirs(this);
+    this.#pods = new PodTable({ dirs: this.#dirs, metrics: opts.metrics });
     this.#reporter = new FailureReporter({ log: opts.log, events: opts.events, metrics: opts.metrics, clock: this.#o.clock });
     this.#extra = new ExtraTargets(this.#o.clock);
   }
@@ -140,7 +111,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   /** Pods whose mirror claim may be judged differently now that another pod came or went. */
   #revisit(uids: string[]): void {
     for (const other of uids) {
-      const t = this.#tracked.get(other);
+      const t = this.#pods.get(other);
       if (t) this.#upsertOne(t.view);
     }
   }
@@ -152,13 +123,13 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const refusal = this.#claims.refusal(uid, claimed);
     const disk = refusal ? uid : claimed;
     if (!optedIn(pod) && !this.#extra.has(disk) && !usesCsiDriver(pod, this.#o.csiDriver)) {
-      if (this.#tracked.has(uid)) this.#untrack(uid); // opted out: files stay, updates stop
+      this.#untrack(uid); // opted out (if it was in): files stay, updates stop
       return;
     }
     const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
-    const t = this.#tracked.get(uid) ?? this.#track(uid, ref, disk);
+    const t = this.#pods.get(uid) ?? this.#pods.track(uid, ref, disk);
     t.view = slim(pod);
-    this.#setDisk(uid, t, disk);
+    this.#pods.setDisk(uid, t, disk);
     const { volumes, errors } = refusal
       ? { volumes: [], errors: [new ProjectionError('InvalidMirrorUID',
         `${ANNOTATION_MIRROR} ${describe(claimed)} ${refusal}; only the kubelet sets it, on mirror pods of static pods: remove it`)] }
@@ -171,7 +142,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     }
     this.#reportResolution(t, errors);
     t.annotated = volumes;
-    this.#setVolumes(uid, t, refusal ? [] : [...volumes, ...this.#extra.volumes(disk)]);
+    this.#pods.setVolumes(uid, t, refusal ? [] : [...volumes, ...this.#extra.volumes(disk)]);
     t.refused = size > this.#o.maxBytes ? errors.at(-1) : undefined;
     this.#extra.arrived(disk);
     if (size > this.#o.maxBytes) return;
@@ -190,19 +161,19 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const prev = this.#settings;
     this.#settings = next;
     if (prev.envFile !== next.envFile || prev.dependentsFile !== next.dependentsFile) {
-      for (const t of this.#tracked.values()) {
+      for (const [, t] of this.#pods.entries()) {
         t.files = project({ metadata: { ownerReferences: t.owners } }, next);
         t.fingerprint = fingerprintOf(t.files);
         t.receivedAt = this.#o.clock.now();
       }
     }
     if (prev.paused && !next.paused) this.resyncAll();
-    else for (const [uid, t] of this.#tracked) if (t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint)) this.#queue.add(uid);
+    else for (const [uid, t] of this.#pods.entries()) if (t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint)) this.#queue.add(uid);
   }
 
   /** Verify every tracked volume on disk (periodic backstop for missed inotify events). */
   resyncAll(): void {
-    for (const [uid, t] of this.#tracked) {
+    for (const [uid, t] of this.#pods.entries()) {
       for (const v of t.volumes) t.verify.add(v.name);
       this.#queue.add(uid);
     }
@@ -223,10 +194,10 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
    * each write; anything else (deleted, replaced, rewritten in place) is verified.
    */
   #verifyUnlessOurs(dir: string, name: string): void {
-    const at = this.#byDir.get(dir);
-    const t = at && this.#tracked.get(at.uid);
-    const v = t?.volumes.find((x) => x.name === at!.volume);
-    if (!at || !t || !v || !t.files.some((f) => f.path === name)) return; // not a file we keep there
+    const at = this.#pods.atDir(dir);
+    const v = at?.t.volumes.find((x) => x.name === at.volume);
+    if (!at || !v || !at.t.files.some((f) => f.path === name)) return; // not a file we keep there
+    const { t } = at;
     // Under the directory's lock: an event for a rename still in flight is judged after
     // that sync has recorded its stamps.
     void this.#locks.run(dir, async () => {
@@ -245,7 +216,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
   /** Resolves true once a pod with this on-disk UID is tracked (at once if it is), false after `ms`. */
   waitForPod(diskUid: string, ms: number): Promise<boolean> {
-    return this.#byDisk.has(diskUid) ? Promise.resolve(true) : this.#extra.wait(diskUid, ms);
+    return this.#pods.onDisk(diskUid) ? Promise.resolve(true) : this.#extra.wait(diskUid, ms);
   }
 
   /**
@@ -254,9 +225,9 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
    * Writes even while the node is paused: a new volume has no files to leave as they are.
    */
   async publish(diskUid: string, volume: string, target: VolumeTarget): Promise<boolean> {
-    const uid = this.#byDisk.get(diskUid);
-    const t = uid === undefined ? undefined : this.#tracked.get(uid);
-    if (uid === undefined || !t) return false;
+    const found = this.#pods.onDisk(diskUid);
+    if (!found) return false;
+    const { uid, t } = found;
     if (t.refused) throw t.refused.withContext({ pod: podKey(t), volume });
     const { files, fingerprint } = t;
     let stamps: Record<string, string>;
@@ -271,7 +242,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       throw e;
     }
     this.adopt(diskUid, volume, target);
-    const now = this.#tracked.get(uid);
+    const now = this.#pods.get(uid);
     if (now) {
       now.synced.set(volume, fingerprint);
       now.stamps.set(volume, stamps);
@@ -294,9 +265,8 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   #refreshExtra(diskUid: string): void {
-    const uid = this.#byDisk.get(diskUid);
-    const t = uid === undefined ? undefined : this.#tracked.get(uid);
-    if (uid !== undefined && t) this.#setVolumes(uid, t, [...t.annotated, ...this.#extra.volumes(diskUid)]);
+    const found = this.#pods.onDisk(diskUid);
+    if (found) this.#pods.setVolumes(found.uid, found.t, [...found.t.annotated, ...this.#extra.volumes(diskUid)]);
   }
 
   #removals(): string[] {
@@ -307,65 +277,18 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   #verify(dir: string): void {
-    const at = this.#byDir.get(dir);
-    const t = at && this.#tracked.get(at.uid);
-    if (!at || !t) return;
-    t.verify.add(at.volume);
+    const at = this.#pods.atDir(dir);
+    if (!at) return;
+    at.t.verify.add(at.volume);
     this.#queue.add(at.uid);
   }
 
-  #track(uid: string, pod: InvolvedObject, diskUid: string): Tracked {
-    const t: Tracked = {
-      pod, view: {}, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), stamps: new Map(),
-      reported: '', receivedAt: 0, refused: undefined,
-    };
-    this.#tracked.set(uid, t);
-    if (!this.#byDisk.has(diskUid)) this.#byDisk.set(diskUid, uid); // never a second pod for one directory
-    this.#o.metrics.podsTracked.set(this.#tracked.size);
-    return t;
-  }
-
-  /** Keep the on-disk UID index right when a pod's accepted directory changes. */
-  #setDisk(uid: string, t: Tracked, disk: string): void {
-    if (t.diskUid === disk) return;
-    if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
-    t.diskUid = disk;
-    if (!this.#byDisk.has(disk)) this.#byDisk.set(disk, uid);
-  }
-
   #untrack(uid: string): void {
-    const t = this.#tracked.get(uid);
-    if (!t) return;
-    this.#setVolumes(uid, t, []);
-    this.#tracked.delete(uid);
-    if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
-    this.#queue.forget(uid);
-    this.#o.metrics.podsTracked.set(this.#tracked.size);
-  }
-
-  #setVolumes(uid: string, t: Tracked, volumes: ResolvedVolume[]): void {
-    const keep = new Set(volumes.map((v) => dirOf(v.target)));
-    for (const v of t.volumes) {
-      const dir = dirOf(v.target);
-      if (keep.has(dir)) continue;
-      this.#byDir.delete(dir);
-      this.#dirs.unwatch(dir);
-      t.synced.delete(v.name);
-      this.#o.metrics.volumesTracked.dec();
-    }
-    for (const v of volumes) {
-      const dir = dirOf(v.target);
-      if (this.#byDir.has(dir)) continue;
-      this.#byDir.set(dir, { uid, volume: v.name });
-      t.verify.add(v.name); // first sync after (re)start always checks disk: heals crashes
-      this.#dirs.watch(dir);
-      this.#o.metrics.volumesTracked.inc();
-    }
-    t.volumes = volumes;
+    if (this.#pods.untrack(uid)) this.#queue.forget(uid);
   }
 
   async #process(uid: string): Promise<void> {
-    const t = this.#tracked.get(uid);
+    const t = this.#pods.get(uid);
     if (!t) return;
     if (this.#settings.paused) {
       this.#o.log.debug({ [F.pod]: podKey(t), [F.podUID]: uid }, 'paused: not writing');
@@ -377,13 +300,13 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       const { fingerprint, files } = t;
       if (t.synced.get(v.name) === fingerprint && !t.verify.has(v.name)) continue;
       const dir = dirOf(v.target);
-      if (this.#byDir.get(dir)?.uid !== uid) continue; // dropped (say, unpublished) since the loop began
+      if (this.#pods.atDir(dir)?.uid !== uid) continue; // dropped (say, unpublished) since the loop began
       // Check the disk first only when asked (start, resync, dir events, after a failure);
       // otherwise the fingerprint changed, so the bytes on disk are known to differ.
       const verify = t.verify.delete(v.name);
       try {
         const r = await this.#locks.run(dir, () => this.#o.writer.sync(v.target, files, remove, { verify }));
-        if (this.#tracked.get(uid) !== t) return; // deleted meanwhile
+        if (this.#pods.get(uid) !== t) return; // deleted meanwhile
         t.synced.set(v.name, fingerprint);
         t.stamps.set(v.name, r.stamps);
         this.#o.metrics.fileWrites.inc(r.written.length);
@@ -420,14 +343,6 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   #report(t: Tracked, e: ProjectionError): void {
     this.#reporter.report(t.pod, e);
   }
-}
-
-function podKey(t: Tracked): string {
-  return `${t.pod.namespace ?? ''}/${t.pod.name}`;
-}
-
-function dirOf(target: VolumeTarget): string {
-  return path.join(target.root, ...target.components);
 }
 
 function fingerprintOf(files: readonly ProjectedFile[]): string {
