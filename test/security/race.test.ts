@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProjectionError } from '../../agent/errors.ts';
 import { FsVolumeWriter, type VolumeTarget } from '../../agent/writer.ts';
-import { ALL_FILE_NAMES, FILES, project, type ProjectedFile } from '../../projections/index.ts';
+import { FILES, project, type ProjectedFile } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../support/tmpdir.ts';

@@ -11,7 +11,7 @@ import { DEFAULT_SETTINGS } from '../../../agent/nodeconfig.ts';
 import type { PodView } from '../../../agent/reconciler.ts';
 import { ALL_FILE_NAMES, FILES, project } from '../../../projections/index.ts';
 import { agentKit } from '../../support/agentkit.ts';
-import { csiClient, DRIVER, kubeletPrepare, targetPath } from '../../support/csi.ts';
+import { csiClient, DRIVER, kubeletPrepare } from '../../support/csi.ts';
 import { owner, pod } from '../../support/fixtures.ts';
 import { snapshot, tmpDir } from '../../support/tmpdir.ts';
 import { waitFor } from '../../support/wait.ts';
