@@ -26,7 +26,9 @@ const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 /**
  * RSS (split into anonymous and file-backed) and fds from /proc; the JS heap from the agent's
  * own metrics: used (a leak shows there first), committed by V8, per space for the two that
- * grow on their own (old, code), and external (Buffers). Anon minus V8's share is malloc.
+ * grow on their own (old, code), and external (Buffers). From the memory map: resident V8
+ * heap pages (anonymous 256 KiB mappings; more than V8 reports committed when it keeps
+ * freed pages for reuse) and malloc's main arena ([heap]).
  */
 async function sample(agent: { child: { pid?: number }; metric(name: string, labels?: string): Promise<number> }) {
   const pid = agent.child.pid!;
@@ -41,8 +43,26 @@ async function sample(agent: { child: { pid?: number }; metric(name: string, lab
     heapTotalMb: mb(await agent.metric('ownerrefs_nodejs_heap_size_total_bytes')),
     oldSpaceMb: mb(await space('old')), codeSpaceMb: mb(await space('code')),
     externalMb: mb(await agent.metric('ownerrefs_nodejs_external_memory_bytes')),
-    fds: readdirSync(`/proc/${pid}/fd`).length,
+    ...mappings(pid), fds: readdirSync(`/proc/${pid}/fd`).length,
   };
+}
+
+function mappings(pid: number): { v8PagesMb: number; mallocMainMb: number } {
+  let v8 = 0;
+  let main = 0;
+  let kind: 'v8' | 'main' | undefined;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (m) {
+      const size = parseInt(m[2]!, 16) - parseInt(m[1]!, 16);
+      kind = m[3] === '[heap]' ? 'main' : !m[3] && size === 256 * 1024 ? 'v8' : undefined;
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && kind === 'v8') v8 += Number(rss[1]);
+    if (rss && kind === 'main') main += Number(rss[1]);
+  }
+  return { v8PagesMb: Math.round(v8 / 102.4) / 10, mallocMainMb: Math.round(main / 102.4) / 10 };
 }
 
 async function main(): Promise<number> {
@@ -102,7 +122,7 @@ async function main(): Promise<number> {
         samples.push(await sample(agent));
         nextSample += 15_000;
         const s = samples.at(-1)!;
-        say(`rss ${s.rssMb} MB (anon ${s.anonMb}, file ${s.fileMb}), heap used/committed ${s.heapUsedMb}/${s.heapTotalMb} MB (old ${s.oldSpaceMb}, code ${s.codeSpaceMb}), external ${s.externalMb}, fds ${s.fds}, ops ${JSON.stringify(ops)}`);
+        say(`rss ${s.rssMb} MiB (anon ${s.anonMb}: V8 pages ${s.v8PagesMb}, malloc ${s.mallocMainMb}; file ${s.fileMb}), heap used/committed ${s.heapUsedMb}/${s.heapTotalMb} MiB (old ${s.oldSpaceMb}, code ${s.codeSpaceMb}), external ${s.externalMb}, fds ${s.fds}, ops ${JSON.stringify(ops)}`);
       }
       await new Promise((res) => setTimeout(res, 1000 / RATE));
     }
@@ -120,7 +140,7 @@ async function main(): Promise<number> {
     const writes = await agent.metric('ownerrefs_file_writes_total');
     const requests = await agent.metric('ownerrefs_api_requests_total');
     const result = {
-      date: new Date().toISOString(), minutes: MINUTES, pods: PODS, rate: RATE, ops, writes, apiRequests: requests,
+      date: new Date().toISOString(), unit: 'MiB (the *Mb fields)', minutes: MINUTES, pods: PODS, rate: RATE, ops, writes, apiRequests: requests,
       wrongFilesAtEnd: left, rssGrowthPct: Math.round(rssGrowth * 1000) / 10, heapGrowthPct: Math.round(heapGrowth * 1000) / 10,
       fdGrowth: Math.round(fdGrowth * 10) / 10, nodeOptions: process.env.NODE_OPTIONS ?? '',
       machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`, samples,
