@@ -28,7 +28,7 @@ export interface LocalCluster {
 export async function startLocalCluster(opts: {
   node: string; agentArgs?: string[]; say?: (msg: string) => void;
   /** Run this entry point (e.g. the compiled agent, as the image does) instead of agent/main.ts. */
-  agentMain?: string; agentEnv?: Record<string, string>;
+  agentMain?: string; agentEnv?: Record<string, string>; agentNodeFlags?: string[];
 }): Promise<LocalCluster> {
   const say = opts.say ?? (() => {});
   say('building or locating etcd, kube-apiserver, kube-controller-manager, kube-scheduler (first run: ~5 min)');
@@ -46,7 +46,7 @@ export async function startLocalCluster(opts: {
     const kubelet = await startKubeletEmulator({ kc, nodeName: opts.node, kubeletRoot });
     stops.unshift(() => kubelet.stop());
     const agent = await startAgentProcess({
-      kubeconfig: await agentKubeconfig(kc, kubeletRoot), nodeName: opts.node, kubeletRoot, args: opts.agentArgs ?? ['--log-level=info'], main: opts.agentMain, env: opts.agentEnv,
+      kubeconfig: await agentKubeconfig(kc, kubeletRoot), nodeName: opts.node, kubeletRoot, args: opts.agentArgs ?? ['--log-level=info'], main: opts.agentMain, env: opts.agentEnv, extraNodeFlags: opts.agentNodeFlags,
     });
     stops.unshift(() => agent.stop());
     await waitFor(async () => (await agent.get('/readyz')).status === 200, { describe: 'agent ready' });

@@ -1,4 +1,4 @@
-// `npm run soak [-- --minutes=30 --pods=50 --rate=20]`: bounded random churn against
+// `npm run soak [-- --minutes=30 --pods=50 --rate=20 --node-flags='--some-v8-flag' --out=FILE]`: bounded random churn against
 // the local control plane and the compiled agent, sampling the agent's RSS and open file descriptors. At the
 // end every file must be correct, and RSS and fds must be flat (not growing with time).
 // Results go to docs/soak/latest.json; exit code 1 if a check fails.
@@ -8,13 +8,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
+import { NODE_FLAGS } from '../agent/config.ts';
 import { FILES, project } from '../projections/index.ts';
 import { mergePatch } from '../test/support/patch.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { buildAgent } from '../bench/support/agent.ts';
 import { startLocalCluster } from './localcluster.ts';
 
-const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, pods: { type: 'string', default: '50' }, rate: { type: 'string', default: '20' } } });
+const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, pods: { type: 'string', default: '50' }, rate: { type: 'string', default: '20' },
+  // Added after the agent's NODE_FLAGS, to try a V8 setting under churn; --out elsewhere than docs/soak/latest.json.
+  'node-flags': { type: 'string', default: '' }, out: { type: 'string' } } });
 const MINUTES = Number(values.minutes);
 const PODS = Number(values.pods);
 const RATE = Number(values.rate); // operations per second
@@ -67,8 +70,9 @@ function mappings(pid: number): { v8PagesMb: number; mallocMainMb: number } {
 
 async function main(): Promise<number> {
   // The agent as the image runs it: compiled JavaScript, NODE_ENV=production.
-  const built = buildAgent();
-  const lc = await startLocalCluster({ node: 'soak-node', say, agentMain: built.main, agentEnv: { NODE_ENV: 'production' } });
+  const built = buildAgent(undefined, 'soak'); // not bench's "current": a bench run must not pull it from under us
+  const nodeFlags = values['node-flags'].split(' ').filter(Boolean);
+  const lc = await startLocalCluster({ node: 'soak-node', say, agentMain: built.main, agentEnv: { NODE_ENV: 'production' }, agentNodeFlags: nodeFlags });
   try {
     const { core, kubelet, agent } = lc;
     const owners: V1ConfigMap[] = [];
@@ -142,15 +146,15 @@ async function main(): Promise<number> {
     const result = {
       date: new Date().toISOString(), unit: 'MiB (the *Mb fields)', minutes: MINUTES, pods: PODS, rate: RATE, ops, writes, apiRequests: requests,
       wrongFilesAtEnd: left, rssGrowthPct: Math.round(rssGrowth * 1000) / 10, heapGrowthPct: Math.round(heapGrowth * 1000) / 10,
-      fdGrowth: Math.round(fdGrowth * 10) / 10, nodeOptions: process.env.NODE_OPTIONS ?? '',
+      fdGrowth: Math.round(fdGrowth * 10) / 10, nodeFlags: [...NODE_FLAGS, ...nodeFlags],
       machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`, samples,
     };
-    const out = path.join(import.meta.dirname, '..', 'docs', 'soak');
-    mkdirSync(out, { recursive: true });
-    writeFileSync(path.join(out, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
+    const out = values.out ?? path.join(import.meta.dirname, '..', 'docs', 'soak', 'latest.json');
+    mkdirSync(path.dirname(out), { recursive: true });
+    writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
     const ok = left === 0 && rssGrowth < 0.2 && heapGrowth < 0.2 && fdGrowth < 5;
     say(`${ok ? 'PASS' : 'FAIL'}: ${left} wrong files; 2nd quarter -> last: RSS ${result.rssGrowthPct}%, JS heap ${result.heapGrowthPct}%, fds ${result.fdGrowth}; ` +
-      `${writes} writes, ${requests} API requests; docs/soak/latest.json`);
+      `${writes} writes, ${requests} API requests; ${path.relative(process.cwd(), out)}`);
     return ok ? 0 : 1;
   } finally {
     await lc.stop();

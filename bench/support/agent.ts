@@ -18,9 +18,12 @@ export interface BuiltAgent {
   nodeFlags: readonly string[];
 }
 
-/** Compiles agent/ and projections/ of the work tree (or of `ref`) to JS. */
-export function buildAgent(ref?: string): BuiltAgent {
-  const name = ref ? `baseline-${ref.replace(/[^\w.-]/g, '_')}` : 'current';
+/**
+ * Compiles agent/ and projections/ of the work tree (or of `ref`) to JS, under TMP/`dir`
+ * (default: "current", or "baseline-REF"): a running agent built there keeps its files.
+ */
+export function buildAgent(ref?: string, dir?: string): BuiltAgent {
+  const name = dir ?? (ref ? `baseline-${ref.replace(/[^\w.-]/g, '_')}` : 'current');
   const src = path.join(TMP, name);
   rmSync(src, { recursive: true, force: true });
   mkdirSync(src, { recursive: true });

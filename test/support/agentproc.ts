@@ -73,8 +73,10 @@ export async function startAgentProcess(opts: {
   /** Entry point; default agent/main.ts run from source. The soak passes the compiled one. */
   main?: string;
   env?: Record<string, string>;
+  /** Node flags after NODE_FLAGS (later ones win): a V8 setting to try under the soak. */
+  extraNodeFlags?: string[];
 }): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, opts.main ?? MAIN, 'run',
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...(opts.extraNodeFlags ?? []), opts.main ?? MAIN, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
     '--health-addr=127.0.0.1:0', '--log-level=debug', ...(opts.args ?? [])],
   { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV, ...opts.env } });
