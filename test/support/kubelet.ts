@@ -190,6 +190,9 @@ class Emulator implements KubeletEmulator {
         fieldSelector: this.fieldSelector,
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
+        // Like the agent: the server ends the watch every 5-10 min and we resume, rather than
+        // one watch living until the server's own 30-60 min limit (long soaks reach it).
+        timeoutSeconds: 300 + Math.floor(Math.random() * 300),
       }, onEvent, onDone).then((ctrl) => {
         this.watchAbort = ctrl;
         if (this.stopped) ctrl.abort();
