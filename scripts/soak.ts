@@ -3,7 +3,7 @@
 // end every file must be correct, and RSS and fds must be flat (not growing with time).
 // Results go to docs/soak/latest.json; exit code 1 if a check fails.
 
-import { readdirSync, readFileSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -47,6 +47,7 @@ async function sample(agent: { child: { pid?: number }; metric(name: string, lab
     oldSpaceMb: mb(await space('old')), codeSpaceMb: mb(await space('code')),
     externalMb: mb(await agent.metric('ownerrefs_nodejs_external_memory_bytes')),
     ...mappings(pid), fds: readdirSync(`/proc/${pid}/fd`).length,
+    writes: await agent.metric('ownerrefs_file_writes_total'), apiRequests: await agent.metric('ownerrefs_api_requests_total'),
   };
 }
 
@@ -131,7 +132,17 @@ async function main(): Promise<number> {
       await new Promise((res) => setTimeout(res, 1000 / RATE));
     }
     await waitFor(() => wrong().length === 0, { timeoutMs: 60_000, describe: 'files converge after churn' }).catch(() => undefined);
-    const left = wrong().length;
+    const logFile = path.join(os.tmpdir(), `ownerrefs-soak-agent-${process.pid}.log`);
+    writeFileSync(logFile, agent.logs());
+    const stale = wrong();
+    const left = stale.length;
+    // Which, and how: a missing file and a stale one point at different parts of the agent.
+    const wrongFiles = stale.map(({ pod, owner }) => {
+      let now: string;
+      try { now = readFileSync(fileOf(pod), 'utf8'); } catch (err) { now = `(${(err as NodeJS.ErrnoException).code})`; }
+      // No volume directory means the kubelet emulator (the harness) never made it: not the agent.
+      return { pod: pod.metadata!.name, uid: pod.metadata!.uid, want: owner.metadata!.name, now: now.slice(0, 200), volumeDirExists: existsSync(path.dirname(fileOf(pod))) };
+    });
     samples.push(await sample(agent));
     // Flat: compare the mean of the second quarter with the last quarter (the first is warm-up).
     const q = Math.max(1, Math.floor(samples.length / 4));
@@ -142,10 +153,13 @@ async function main(): Promise<number> {
     const heapGrowth = mean(late, 'heapUsedMb') / mean(early.length ? early : samples, 'heapUsedMb') - 1;
     const fdGrowth = mean(late, 'fds') - mean(early.length ? early : samples, 'fds');
     const writes = await agent.metric('ownerrefs_file_writes_total');
+    // The agent's own series (not process/runtime ones): restarts, relists, failures by reason.
+    const agentMetrics = (await agent.get('/metrics')).body.split('\n')
+      .filter((l) => l.startsWith('ownerrefs_') && !/^ownerrefs_(nodejs|process)_/.test(l) && !l.includes('_bucket'));
     const requests = await agent.metric('ownerrefs_api_requests_total');
     const result = {
       date: new Date().toISOString(), unit: 'MiB (the *Mb fields)', minutes: MINUTES, pods: PODS, rate: RATE, ops, writes, apiRequests: requests,
-      wrongFilesAtEnd: left, rssGrowthPct: Math.round(rssGrowth * 1000) / 10, heapGrowthPct: Math.round(heapGrowth * 1000) / 10,
+      wrongFilesAtEnd: left, wrongFiles, agentLog: logFile, agentMetrics, rssGrowthPct: Math.round(rssGrowth * 1000) / 10, heapGrowthPct: Math.round(heapGrowth * 1000) / 10,
       fdGrowth: Math.round(fdGrowth * 10) / 10, nodeFlags: [...NODE_FLAGS, ...nodeFlags],
       machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`, samples,
     };
