@@ -27,5 +27,5 @@ COPY --from=build /src/dist ./dist
 USER node
 EXPOSE 8080
 # V8 flags: agent/config.ts NODE_FLAGS (a test keeps the two in step).
-ENTRYPOINT ["node", "--max-semi-space-size=1", "--no-opt", "--no-maglev", "dist/agent/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "--no-opt", "--no-maglev", "--memory-saver-mode", "dist/agent/main.js"]
 CMD ["run"]

@@ -50,9 +50,13 @@ type FlagName = keyof typeof RUN_FLAGS;
  * per node for nothing. --no-opt --no-maglev keep V8's interpreter and baseline compiler
  * and drop its optimising compilers: their code pages and working memory cost 7-20 MiB
  * per agent once a scrape or a burst wakes them, and the agent's hot work (system calls,
- * JSON.parse) is native code either way (docs/PERFORMANCE.md measures both).
+ * JSON.parse) is native code either way. --memory-saver-mode makes V8 collect before
+ * growing the heap and give freed pages back: under steady churn it otherwise lets the
+ * old generation grow to several times the live heap and keeps the pages (the soak:
+ * 112 MiB after 30 min and rising, against 70-74 MiB). docs/PERFORMANCE.md and
+ * docs/soak measure all three.
  */
-export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-opt', '--no-maglev'];
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-opt', '--no-maglev', '--memory-saver-mode'];
 
 /**
  * Environment the agent runs with (Dockerfile ENV; tests, demo and bench likewise).

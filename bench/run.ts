@@ -84,6 +84,7 @@ const without = (drop: string[]) => NODE_FLAGS.filter((f) => !drop.includes(f));
 // by default it raises that bound as large blocks are freed, and keeps them.
 const MALLOC_FIXED = { MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_TRIM_THRESHOLD_: '131072' };
 const IDLE_VARIANTS: Variant[] = [
+  { label: "V8's default heap growth (NODE_FLAGS without --memory-saver-mode)", nodeFlags: without(['--memory-saver-mode']) },
   { label: "with V8's optimising compilers (NODE_FLAGS without --no-opt --no-maglev)", nodeFlags: without(OPT) },
   { label: "Node's default young generation (NODE_FLAGS without --max-semi-space-size=1)", nodeFlags: without(['--max-semi-space-size=1']) },
   { label: 'malloc thresholds fixed at 128 KiB (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_)', env: MALLOC_FIXED },
@@ -101,11 +102,12 @@ const WHAT_IF: Record<string, Variant> = {
   semispace: { label: "Node's default young generation (without --max-semi-space-size=1)", nodeFlags: without(['--max-semi-space-size=1']) },
   opt: { label: "V8's optimising compilers on (without --no-opt --no-maglev)", nodeFlags: without(OPT) },
   malloc: { label: 'malloc thresholds fixed at 128 KiB', env: MALLOC_FIXED },
+  memsaver: { label: "V8's default heap growth (without --memory-saver-mode)", nodeFlags: without(['--memory-saver-mode']) },
   leansync: { label: 'synchronous fs; no YAML parser, hand-written metrics and logger', shims: ['syncfs', ...LEAN] },
   lean: { label: 'no YAML parser, hand-written metrics and logger', shims: LEAN },
 };
 // `lean` alone only with --what-if=lean: leansync minus syncfs tells most of it.
-const DEFAULT_WHAT_IF = ['nowatch', 'syncfs', 'pool2', 'semispace', 'opt', 'malloc', 'leansync'];
+const DEFAULT_WHAT_IF = ['nowatch', 'syncfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'leansync'];
 const whatIfKeys = flags['what-if'] === undefined ? DEFAULT_WHAT_IF : flags['what-if'].split(',').filter(Boolean);
 for (const k of whatIfKeys) if (!WHAT_IF[k]) throw new Error(`--what-if: unknown ${k}; known: ${Object.keys(WHAT_IF).join(', ')}`);
 const t0 = nowMs();
