@@ -162,6 +162,9 @@ class Emulator implements KubeletEmulator {
       } catch (err) {
         if (this.stopped) break;
         this.note('list/watch', err);
+        // Expired as an HTTP status rather than an in-stream ERROR event: relist, or the
+        // emulator would retry the same resourceVersion forever and stop making volumes.
+        if ((err as { statusCode?: number }).statusCode === 410) this.resourceVersion = '';
         await sleep(RETRY_MS);
       }
     }
