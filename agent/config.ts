@@ -53,7 +53,7 @@ type FlagName = keyof typeof RUN_FLAGS;
  * JSON.parse) is native code either way. --memory-saver-mode makes V8 collect before
  * growing the heap and give freed pages back: under steady churn it otherwise lets the
  * old generation grow to several times the live heap and keeps the pages (the soak:
- * 112 MiB after 30 min and rising, against 70-74 MiB). docs/PERFORMANCE.md and
+ * 112 MiB after 30 min and 128 after 60, against 68-78 MiB flat). docs/PERFORMANCE.md and
  * docs/soak measure all three.
  */
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-opt', '--no-maglev', '--memory-saver-mode'];
