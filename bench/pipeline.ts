@@ -4,10 +4,10 @@
 // directory watcher on (as shipped) and replaced by a no-op, to separate the cost of
 // writing from the cost of reacting to the agent's own writes.
 //
-//   node --expose-gc --max-semi-space-size=1 bench/pipeline.ts [N ...] [watch|none]   (default 100 1000, both)
+//   node --expose-gc --max-semi-space-size=1 --no-opt --no-maglev --memory-saver-mode bench/pipeline.ts [N ...] [watch|none]   (default 100 1000, both)
 //
 // With the writer's fs calls synchronous (the bench's "syncfs" what-if shim):
-//   OWNERREFS_BENCH_SHIMS=syncfs node --import ./bench/variants/hook.ts --expose-gc --max-semi-space-size=1 bench/pipeline.ts
+//   OWNERREFS_BENCH_SHIMS=syncfs node --import ./bench/variants/hook.ts --expose-gc --max-semi-space-size=1 --no-opt --no-maglev --memory-saver-mode bench/pipeline.ts
 
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
