@@ -57,7 +57,7 @@ describe('CSI mode', () => {
   it('has the files in place when NodePublishVolume returns, and they follow orphaning and adoption', async () => {
     const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: csiDaemonSet('podinfo-csi') });
     const pod: V1Pod = await waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=podinfo-csi' })).items[0],
-      { describe: 'the DaemonSet pod', diagnostics: e.diagnostics });
+      { describe: 'the DaemonSet pod' });
     const ref = { name: pod.metadata!.name!, namespace: e.ns, uid: pod.metadata!.uid!, serviceAccount: pod.spec!.serviceAccountName! };
     const req = kubeletPrepare(e.kubeletRoot, ref, 'podinfo', e.nodeName);
     const file = (name = 'ownerReferences') => readFileSync(path.join(req.targetPath, name), 'utf8');
@@ -79,7 +79,7 @@ describe('CSI mode', () => {
     await waitFor(() => Date.now() >= created + 1_100, { describe: 'a new second on the API server clock' });
     const relabel = (app: string) => e.core.patchNamespacedPod({ name: ref.name, namespace: e.ns, body: { metadata: { labels: { app } } } }, mergePatch);
     const until = (ok: (t: string) => boolean, what: string) =>
-      waitFor(() => existsSync(req.targetPath) && ok(file()), { describe: what, diagnostics: e.diagnostics });
+      waitFor(() => existsSync(req.targetPath) && ok(file()), { describe: what });
 
     await relabel('elsewhere');
     await until((t) => t === EMPTY, 'items:[] after orphaning');
@@ -108,7 +108,7 @@ describe('CSI mode', () => {
     expect(await e.agent.stop()).toBe(0);
     await e.core.patchNamespacedPod({ name: 'restart', namespace: e.ns, body: { metadata: { ownerReferences: null } } }, mergePatch);
     await e.restartAgent();
-    await waitFor(() => file() === EMPTY, { describe: 'the restarted agent updates the volume it did not publish', diagnostics: e.diagnostics });
+    await waitFor(() => file() === EMPTY, { describe: 'the restarted agent updates the volume it did not publish' });
     expect(await kubeletUnpublish(SOCKET, req)).toEqual({ code: 'OK', message: '' });
     expect(existsSync(req.targetPath)).toBe(false);
   });

@@ -12,7 +12,7 @@ describe('DaemonSet adoption and orphaning', () => {
   it('names the DaemonSet, empties on orphaning, and names it again on re-adoption', async () => {
     const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: podinfoDaemonSet('podinfo') });
     const pod = await waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=podinfo' })).items[0],
-      { describe: 'the DaemonSet pod', diagnostics: e.diagnostics });
+      { describe: 'the DaemonSet pod' });
     const named = (t: string) => items(t).some((i) => i.kind === 'DaemonSet' && i.uid === ds.metadata!.uid);
 
     const text = await e.waitForFile(pod, named, 'names the DaemonSet');

@@ -13,10 +13,10 @@ describe('Deployment', () => {
       body: { metadata: { name: 'web' }, spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template } },
     });
     const rs = await waitFor(async () => (await e.apps.listNamespacedReplicaSet({ namespace: e.ns })).items[0],
-      { describe: 'the ReplicaSet', diagnostics: e.diagnostics });
+      { describe: 'the ReplicaSet' });
     expect(rs.metadata!.ownerReferences![0]!.uid).toBe(dep.metadata!.uid);
     const pod = await waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns })).items.find((p) => p.spec?.nodeName),
-      { describe: 'a scheduled pod', diagnostics: e.diagnostics });
+      { describe: 'a scheduled pod' });
     const text = await e.waitForFile(pod, (t) => items(t).length > 0, 'has owners');
     expect(items(text)).toEqual([expect.objectContaining({ kind: 'ReplicaSet', name: rs.metadata!.name, uid: rs.metadata!.uid })]);
   });

@@ -23,7 +23,7 @@ function temporaries(dir: string): string[] {
 describe('node faults', () => {
   const e = useE2E('nodefaults');
   const converge = (b: Burst, i: number, pods: V1Pod[] = b.pods) => waitFor(() => b.behind(i).filter((p) => pods.includes(p)).length === 0,
-    { timeoutMs: 60_000, describe: `files name owner ${i}`, diagnostics: e.diagnostics });
+    { timeoutMs: 60_000, describe: `files name owner ${i}` });
 
   it('survives SIGKILL during a burst of a thousand writes: files correct, no temporaries left', async () => {
     const b = await startBurst(e, { pods: 40, owners: 10, prefix: 'kill' });
@@ -32,7 +32,7 @@ describe('node faults', () => {
     const writes = () => e.agent.metric('ownerrefs_file_writes_total');
     const start = await writes();
     const burst = (async () => { for (let i = 1; i < 10; i++) await b.setOwner(i); })(); // 9 x 40 pods x 3 files
-    await waitFor(async () => (await writes()) - start >= 300, { describe: 'a few hundred writes done', diagnostics: e.diagnostics });
+    await waitFor(async () => (await writes()) - start >= 300, { describe: 'a few hundred writes done' });
     expect(await e.agent.stop('SIGKILL')).toBeNull();
     await burst;
     await e.restartAgent();
@@ -82,7 +82,7 @@ describe('node faults', () => {
       await b.setOwner(1);
       await converge(b, 1, others);
       const event = await waitFor(async () => (await e.core.listNamespacedEvent({ namespace: e.ns, fieldSelector: `involvedObject.name=${bad!.metadata!.name}` }))
-        .items.find((x) => x.reason === 'OwnerRefsProjectionFailed'), { describe: `Warning Event for the ${how} volume`, diagnostics: e.diagnostics });
+        .items.find((x) => x.reason === 'OwnerRefsProjectionFailed'), { describe: `Warning Event for the ${how} volume` });
       expect(event.type).toBe('Warning');
       expect(event.message).toMatch(new RegExp(`WriteFailed: volume "podinfo": .*${errno}`));
       heal(dir);

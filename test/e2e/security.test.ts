@@ -54,7 +54,7 @@ describe('hostile pods on the node', () => {
 
     await e.waitForFile(good, (t) => t.includes('"served"'), 'good pod served');
     for (const { pod, fix } of bad) {
-      const ev = await waitForEvent(e.core, e.ns, pod, fix, e.diagnostics);
+      const ev = await waitForEvent(e.core, e.ns, pod, fix);
       expect(ev).toMatchObject({ type: 'Warning', involvedObject: { kind: 'Pod', uid: pod.metadata!.uid }, source: { component: 'ownerrefs-agent' } });
       expect(ev.message!.length).toBeLessThanOrEqual(1024);
     }
@@ -106,7 +106,7 @@ describe('hostile pods on the node', () => {
   it('30 000 ownerReferences: TooLarge, nothing written for it; the agent stays healthy and serves others', async () => {
     // Distinct uids: thousands of identical ones make the API server time out (504) on create.
     const big = await create('big', { owners: Array.from({ length: 30_000 }, (_, i) => fakeOwner({ name: `n${i}`, uid: `u${i}` })) });
-    const ev = await waitForEvent(e.core, e.ns, big, /^TooLarge: /, e.diagnostics);
+    const ev = await waitForEvent(e.core, e.ns, big, /^TooLarge: /);
     expect(ev.message).toMatch(/render to \d+ bytes, over the agent's limit of 262144/);
     const other = await create('after-big', { owners: [fakeOwner({ name: 'v1' })] });
     await e.waitForFile(other, (t) => t.includes('"v1"'), 'a pod created after the big one is served');
@@ -122,11 +122,11 @@ describe('hostile pods on the node', () => {
     mkdirSync(path.join(vol, '.ownerrefs-tmp.ownerReferences')); // NameTaken on every sync of ownerReferences
     const failures = () => e.agent.metric('ownerrefs_projection_failures_total', 'reason="NameTaken"');
     await e.core.patchNamespacedPod({ name: 'failing', namespace: e.ns, body: { metadata: { ownerReferences: [fakeOwner({ name: 'f1' })] } } }, mergePatch);
-    await waitForEvent(e.core, e.ns, p, /^NameTaken: /, e.diagnostics);
+    await waitForEvent(e.core, e.ns, p, /^NameTaken: /);
     for (let i = 2; i < 32; i++) { // every owner change is a new sync, and a new failure
       const before = await failures();
       await e.core.patchNamespacedPod({ name: 'failing', namespace: e.ns, body: { metadata: { ownerReferences: [fakeOwner({ name: `f${i}` })] } } }, mergePatch);
-      await waitFor(async () => (await failures()) > before, { describe: `failure ${i} counted`, diagnostics: e.diagnostics });
+      await waitFor(async () => (await failures()) > before, { describe: `failure ${i} counted` });
     }
     const minutes = (Date.now() - started) / 60_000;
     expect(await failures()).toBeGreaterThanOrEqual(30);
@@ -146,7 +146,7 @@ describe('hostile pods on the node', () => {
       try { rmSync(target, { force: true }); mkdirSync(target); return true; } catch { return false; }
     }, { describe: 'directory planted' });
     await e.core.patchNamespacedPod({ name: 'hotloop', namespace: e.ns, body: { metadata: { ownerReferences: [fakeOwner({ name: 'h2' })] } } }, mergePatch);
-    await waitForEvent(e.core, e.ns, p, /^NameTaken: /, e.diagnostics);
+    await waitForEvent(e.core, e.ns, p, /^NameTaken: /);
     const failures = () => e.agent.metric('ownerrefs_projection_failures_total', 'reason="NameTaken"');
     const before = await failures();
     await new Promise((r) => setTimeout(r, 3000));

@@ -34,7 +34,7 @@ describe('a pod creating objects owned by its DaemonSet', () => {
     const app = await configMapWriter();
     const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: podinfoDaemonSet('collector') });
     const pod = await waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=collector' })).items[0],
-      { describe: 'the DaemonSet pod', diagnostics: e.diagnostics });
+      { describe: 'the DaemonSet pod' });
     const kep = await e.waitForFile(pod, (t) => items(t).length === 1, 'names the DaemonSet');
 
     // What the app does: read the file, create its object with those owners.
@@ -56,7 +56,7 @@ describe('a pod creating objects owned by its DaemonSet', () => {
     ] } } });
     await e.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns });
     const replacement = await waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=collector' }))
-      .items.find((p) => p.metadata!.uid !== pod.metadata!.uid), { describe: 'the replacement pod', diagnostics: e.diagnostics });
+      .items.find((p) => p.metadata!.uid !== pod.metadata!.uid), { describe: 'the replacement pod' });
     await waitFor(async () => e.core.readNamespacedConfigMap({ name: 'canary', namespace: e.ns }).then(() => false, (err: unknown) => apiStatus(err) === 404),
       { describe: 'garbage collector removes the pod-owned canary' });
     await e.core.readNamespacedConfigMap({ name: 'state', namespace: e.ns }); // still there

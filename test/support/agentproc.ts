@@ -61,9 +61,18 @@ export interface AgentProcess {
   get(pathname: string): Promise<{ status: number; body: string }>;
   /** Counter value from /metrics, summed over label sets matching `labels` (substring). */
   metric(name: string, labels?: string): Promise<number>;
+  /**
+   * For a failure message: the agent's watch and request metrics and the tail of its log.
+   * Never throws and never hangs (a stopped or frozen agent answers nothing).
+   */
+  report(): Promise<string>;
   /** SIGTERM (default) or SIGKILL; resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
+
+/** Series a failure report shows: is the agent connected, how often did it reconnect or relist, what did it ask. */
+const REPORTED_METRICS = ['ownerrefs_watch_starts_total', 'ownerrefs_relists_total', 'ownerrefs_api_requests_total', 'ownerrefs_pods_tracked', 'ownerrefs_volumes_tracked'];
+const REPORTED_LOG_LINES = 60;
 
 const running = new Set<ChildProcess>();
 process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
@@ -113,6 +122,14 @@ export async function startAgentProcess(opts: {
       return body.split('\n')
         .filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
         .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    },
+    async report() {
+      const exit = child.exitCode !== null || child.signalCode !== null ? ` (exited: code ${child.exitCode}, signal ${child.signalCode})` : '';
+      const metrics = await fetch(`http://127.0.0.1:${healthPort}/metrics`, { signal: AbortSignal.timeout(2_000) })
+        .then(async (r) => (await r.text()).split('\n').filter((l) => REPORTED_METRICS.some((m) => l.startsWith(m))).join('\n'),
+          (err: unknown) => `(no /metrics: ${String(err)})`);
+      return `--- agent pid ${child.pid}${exit}: watch metrics ---\n${metrics}\n` +
+        `--- agent log (last ${REPORTED_LOG_LINES} lines) ---\n${raw.split('\n').slice(-REPORTED_LOG_LINES - 1).join('\n')}`;
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);

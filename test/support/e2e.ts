@@ -7,7 +7,8 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { tailLogs } from '../controlplane/logs.ts';
 import { newWorkDir, startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from './agentproc.ts';
 import { clusterInfo, kubeConfig, newNamespace, waitFor, type TestNamespace } from './cluster.ts';
@@ -31,8 +32,9 @@ export interface E2E {
   restartAgent(): Promise<AgentProcess>;
   /** Content of a projected file of a pod, or undefined while it is absent. */
   file(pod: V1Pod, name?: string, volume?: string): string | undefined;
-  /** Waits until the pod's file satisfies `ok`; fails with agent logs otherwise. */
+  /** Waits until the pod's file satisfies `ok`. */
   waitForFile(pod: V1Pod, ok: (text: string) => boolean, describe: string, name?: string): Promise<string>;
+  /** The pods, the agent's metrics and log tail, the emulator's errors: printed for every failed test. */
   diagnostics(): Promise<string>;
 }
 
@@ -76,7 +78,7 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
       const pods = await e.core.listNamespacedPod({ namespace: e.ns }).then((l) => l.items.map((p) =>
         `${p.metadata!.name} uid=${p.metadata!.uid} labels=${JSON.stringify(p.metadata!.labels)} owners=${JSON.stringify(p.metadata!.ownerReferences?.map((o) => o.name))}` +
         ` deleting=${p.metadata!.deletionTimestamp !== undefined} phase=${p.status?.phase}`).join('\n'), (err: unknown) => String(err));
-      return `--- pods in ${e.ns} ---\n${pods}\n--- agent log (tail) ---\n${e.agent?.logs().slice(-6000)}\n` +
+      return `--- pods in ${e.ns} ---\n${pods}\n${await e.agent?.report()}\n` +
         `--- kubelet emulator errors ---\n${e.kubelet.errors.slice(-10).join('\n')}`;
     };
     e.file = (pod, name = 'ownerReferences', volume = 'podinfo') => {
@@ -85,8 +87,17 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
     };
     e.waitForFile = (pod, ok, describe, name) =>
       waitFor(() => { const t = e.file(pod, name); return t !== undefined && ok(t) ? t : undefined; },
-        { timeoutMs: 60_000, describe: `${pod.metadata!.name}: ${describe}`, diagnostics: e.diagnostics, logsDir: logsDir() });
+        { timeoutMs: 60_000, describe: `${pod.metadata!.name}: ${describe}`, logsDir: logsDir() });
     await e.restartAgent();
+  });
+  // Every failed test prints what it takes to diagnose it without a rerun: the agent's
+  // side here, and the control plane's log tails (a waitFor timeout already carries those).
+  beforeEach((ctx) => {
+    ctx.onTestFailed(async ({ task }) => {
+      const timedOut = task.result?.errors?.some((err) => /^timed out after/.test(err.message ?? '')) ?? false;
+      const cp = timedOut ? '' : `\n${tailLogs(logsDir(), 15)}`;
+      console.error(`=== diagnostics for "${task.name}" ===\n${await e.diagnostics()}${cp}`);
+    });
   });
   afterAll(async () => {
     const code = await e.agent?.stop();
