@@ -8,6 +8,9 @@
 //     normal end            -> watch again at once from the same resourceVersion
 //     410 Gone / Expired    -> relist (consistent read) and replace(items)
 //     error / refused / stall -> exponential backoff with jitter, then watch again
+//   a watch that stayed connected for backoff.resetAfterMs was healthy, however it
+//   ended: the backoff starts over, so one stall after a long healthy watch costs
+//   one short pause, not the delay that earlier failures had built up
 
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
@@ -72,6 +75,8 @@ export class Reflector<T extends KubeObject> {
   #synced = false;
   /** Since when the watch has been failing; undefined while it is healthy. */
   #downSince: number | undefined;
+  /** When the current watch's response arrived; undefined while not connected. */
+  #connectedAt: number | undefined;
 
   constructor(opts: ReflectorOptions<T>) {
     this.#o = {
@@ -104,10 +109,12 @@ export class Reflector<T extends KubeObject> {
         if (this.#rv === undefined) await this.#list(reason, signal);
         this.#o.observer.watchStarted?.(reason);
         await this.#watch(signal);
+        this.#ended();
         reason = 'timeout';
         // A watch that ends at once, repeatedly, must not become a request storm.
         if (this.#o.clock.now() - started < 1_000) await this.#pause(new Error('watch ended immediately'), signal);
       } catch (err) {
+        this.#ended();
         if (signal.aborted) break;
         if (err instanceof Gone) {
           this.#rv = undefined; // relist from a consistent read, then resume
@@ -119,6 +126,12 @@ export class Reflector<T extends KubeObject> {
         await this.#pause(err, signal);
       }
     }
+  }
+
+  /** A watch ended: if it had been connected for resetAfterMs it was healthy, so the backoff starts over. */
+  #ended(): void {
+    if (this.#connectedAt !== undefined && this.#o.clock.now() - this.#connectedAt >= this.#o.backoff.resetAfterMs) this.#backoff.reset();
+    this.#connectedAt = undefined;
   }
 
   async #pause(err: unknown, signal: AbortSignal): Promise<void> {
@@ -158,9 +171,9 @@ export class Reflector<T extends KubeObject> {
     armStall(); // also bounds the wait for response headers
     try {
       const res = await this.#o.client.stream(path, ac.signal);
-      const connectedAt = this.#o.clock.now();
+      this.#connectedAt = this.#o.clock.now();
       this.#downSince = undefined;
-      await this.#consume(res, armStall, connectedAt);
+      await this.#consume(res, armStall);
     } catch (err) {
       if (stalled) throw new Stalled(`no data on the ${this.#o.resource} watch for ${this.#o.stallMs} ms`);
       if (err instanceof ApiError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone')) throw new Gone();
@@ -172,13 +185,12 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  async #consume(res: IncomingMessage, onBytes: () => void, connectedAt: number): Promise<void> {
+  async #consume(res: IncomingMessage, onBytes: () => void): Promise<void> {
     let buf = '';
     // One decoder across chunks: a character split between two reads must not become U+FFFD.
     const utf8 = new StringDecoder('utf8');
     for await (const chunk of res) {
       onBytes();
-      if (this.#o.clock.now() - connectedAt >= this.#o.backoff.resetAfterMs) this.#backoff.reset();
       buf += utf8.write(chunk as Buffer);
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
@@ -187,7 +199,6 @@ export class Reflector<T extends KubeObject> {
         if (line.trim() !== '') this.#dispatch(JSON.parse(line) as WatchEvent);
       }
     }
-    if (this.#o.clock.now() - connectedAt >= this.#o.backoff.resetAfterMs) this.#backoff.reset();
   }
 
   #dispatch(ev: WatchEvent): void {

@@ -38,7 +38,7 @@ class FakeApi implements ApiClient {
   }
 }
 
-function start(api: FakeApi, opts: { stallMs?: number } = {}) {
+function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number } = {}) {
   const seen = { replaced: [] as string[][], upserts: [] as string[], removes: [] as string[], starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[] };
   const r = new Reflector<Obj>({
     resource: 'things',
@@ -52,7 +52,7 @@ function start(api: FakeApi, opts: { stallMs?: number } = {}) {
     observer: { watchStarted: (r) => seen.starts.push(r), relisted: (r) => seen.relists.push(r), failed: (_e, ms) => seen.backoffs.push(ms) },
     random: () => 1,
     stallMs: opts.stallMs ?? 60_000,
-    backoff: { initialMs: 10, maxMs: 80, resetAfterMs: 60_000 },
+    backoff: { initialMs: 10, maxMs: 80, resetAfterMs: opts.resetAfterMs ?? 60_000 },
   });
   const ac = new AbortController();
   const done = r.run(ac.signal);
@@ -161,5 +161,23 @@ describe('Reflector', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(api.streams).toHaveLength(1);
+  });
+
+  it('starts the backoff over when a watch that had been connected for the reset period stalls', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    for (let i = 0; i < 4; i++) api.watchFailures.push(new Error('ECONNREFUSED'));
+    const { seen } = start(api, { stallMs: 300, resetAfterMs: 200 });
+    await waitFor(() => api.streams.length === 2); // the first watch connected, stayed silent, stalled
+    // Escalated by the refusals, then back to the start: the stalled watch had been healthy for 300 ms >= 200.
+    expect(seen.backoffs).toEqual([10, 20, 40, 80, 10]);
+  });
+
+  it('keeps escalating the backoff when watches stall before the reset period', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    const { seen } = start(api, { stallMs: 50, resetAfterMs: 60_000 });
+    await waitFor(() => api.streams.length === 5);
+    expect(seen.backoffs.slice(0, 4)).toEqual([10, 20, 40, 80]);
   });
 });
