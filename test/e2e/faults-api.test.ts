@@ -2,22 +2,33 @@
 // reader loop on every projected file throughout and asserts that no file was ever
 // missing, empty or torn, that the files converge once the fault ends, and that the
 // agent's request count stays bounded (no reconnect storm).
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBurst, type Burst } from '../support/burst.ts';
 import { waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
+import { startHeartbeat, type Heartbeat } from '../support/heartbeat.ts';
 import { startReader } from '../support/reader.ts';
 
-const STALL_SECONDS = 4;
+// Short, so that a black-holed watch is replaced within seconds; the heartbeat keeps the
+// healthy watches from going this quiet (production: 90 s bound, a bookmark a minute).
+const STALL_SECONDS = 5;
+const HEARTBEAT_MS = 500;
 
 describe('API faults', () => {
   // A private control plane (we kill and compact it) and a proxy (we black-hole it).
   const e = useE2E('faults', { privateControlPlane: 'faults-node', proxy: true, agentArgs: [`--stall-seconds=${STALL_SECONDS}`, '--ready-down-seconds=1'] });
   let burst: Burst;
   let generation = 0;
+  let heartbeat: Heartbeat;
+  beforeAll(async () => {
+    heartbeat = await startHeartbeat(e.core, { namespace: e.ns, nodeName: e.nodeName, everyMs: HEARTBEAT_MS });
+  });
+  afterAll(async () => heartbeat?.stop());
 
   const converge = (i: number, what: string) => waitFor(() => burst.behind(i).length === 0,
-    { timeoutMs: 60_000, describe: `every file names owner ${i} (${what})`, diagnostics: e.diagnostics, logsDir: e.cp!.logsDir });
+    { timeoutMs: 60_000, describe: `every file names owner ${i} (${what})`, logsDir: e.cp!.logsDir });
+  // Both of the agent's watches (pods and the Node) open through the proxy.
+  const connected = () => waitFor(() => e.proxy!.open >= 2, { describe: 'agent watches connected', logsDir: e.cp!.logsDir });
   const requests = () => e.agent.metric('ownerrefs_api_requests_total');
 
   async function withReader(body: () => Promise<void>): Promise<void> {
@@ -41,14 +52,14 @@ describe('API faults', () => {
       await e.cp!.killApiserver();
       // Not ready once the pod watch has been down past its bound, but alive throughout:
       // a restart would not bring the API server back.
-      await waitFor(async () => (await e.agent.get('/readyz')).status === 503, { describe: '/readyz fails during the outage' });
+      await waitFor(async () => (await e.agent.get('/readyz')).status === 503, { describe: '/readyz fails during the outage', logsDir: e.cp!.logsDir });
       expect((await e.agent.get('/healthz')).status).toBe(200);
       await new Promise((r) => setTimeout(r, 2_000)); // the agent backs off meanwhile
       await e.cp!.startApiserver();
       await inflight;
       await burst.setOwner(++generation);
       await converge(generation, 'after the restart');
-      await waitFor(async () => (await e.agent.get('/readyz')).status === 200, { describe: '/readyz recovers' });
+      await waitFor(async () => (await e.agent.get('/readyz')).status === 200, { describe: '/readyz recovers', logsDir: e.cp!.logsDir });
       const made = (await requests()) - before.requests;
       // 2 watches reconnecting with 0.8 s-doubling backoff over ~3 s of outage, plus relists:
       // tens at most; a storm would be hundreds.
@@ -63,7 +74,7 @@ describe('API faults', () => {
       const before = await relists();
       // The agent falls behind: nothing more reaches it (black hole), and it is frozen so
       // that its stall watchdog cannot reconnect before history is gone.
-      await waitFor(() => e.proxy!.open >= 2, { describe: 'agent watches connected' });
+      await connected();
       e.proxy!.blackhole();
       process.kill(e.agent.child.pid!, 'SIGSTOP');
       try {
@@ -83,12 +94,12 @@ describe('API faults', () => {
     await withReader(async () => {
       const stalls = () => e.agent.metric('ownerrefs_watch_starts_total', 'resource="pods",reason="stall"');
       const before = await stalls();
-      await waitFor(() => e.proxy!.open >= 2, { describe: 'agent watches connected' });
+      await connected();
       const frozen = e.proxy!.blackhole(); // open connections stop forwarding but stay open
       expect(frozen).toBeGreaterThanOrEqual(2);
       await burst.setOwner(++generation);
       await waitFor(async () => (await stalls()) > before,
-        { timeoutMs: 60_000, describe: 'the pod watch is declared stalled and restarted', diagnostics: e.diagnostics });
+        { timeoutMs: 60_000, describe: 'the pod watch is declared stalled and restarted', logsDir: e.cp!.logsDir });
       await converge(generation, 'after the black hole');
     });
   });
