@@ -4,17 +4,17 @@
 import type http from 'node:http';
 import type { Logger } from 'pino';
 import type { AgentConfig } from './config.ts';
-import { VolumeDirWatcher } from './dirwatch.ts';
-import { startHealthServer } from './health.ts';
+import { VolumeDirWatcher } from './volume/dirwatch.ts';
+import { startHealthServer } from './monitoring/health.ts';
 import { KubeApiClient, type Credentials } from './kube/client.ts';
 import { KubeCredentials } from './kube/kubeconfig.ts';
 import { ApiEventSink } from './kube/events.ts';
 import { Reflector, type RestartReason } from './kube/reflector.ts';
-import { F } from './logfields.ts';
-import { AgentMetrics } from './metrics.ts';
-import { NodeConfigSource, type NodeView } from './nodesource.ts';
-import { Reconciler, type PodView } from './reconciler.ts';
-import { FsVolumeWriter, TEMP_PREFIX } from './writer.ts';
+import { F } from './monitoring/logfields.ts';
+import { AgentMetrics } from './monitoring/metrics.ts';
+import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
+import { Reconciler, type PodView } from './policy/reconciler.ts';
+import { FsVolumeWriter, TEMP_PREFIX } from './volume/writer.ts';
 
 export interface RunningAgent {
   /** Listening address of the health server (port resolved when 0 was asked for). */

@@ -2,7 +2,7 @@
 // Flags win over environment variables, which win over defaults.
 
 import { parseArgs } from 'node:util';
-import { DEFAULT_MAX_BYTES } from './reconciler.ts';
+import { DEFAULT_MAX_BYTES } from './policy/reconciler.ts';
 import { DEFAULT_STALL_MS } from './kube/reflector.ts';
 
 export interface AgentConfig {

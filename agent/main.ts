@@ -22,13 +22,13 @@ async function main(argv: string[]): Promise<number> {
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     if (cmd === 'run') process.stdout.write(runHelp());
-    else if (cmd === 'render') process.stdout.write((await import('./render.ts')).RENDER_HELP);
+    else if (cmd === 'render') process.stdout.write((await import('./cli/render.ts')).RENDER_HELP);
     else return unknownCommand(cmd);
     return 0;
   }
   if (cmd === 'render') {
     // Loaded on demand: `run` on every node should not carry the YAML parser.
-    await (await import('./render.ts')).render(rest, process.stdin, process.stdout);
+    await (await import('./cli/render.ts')).render(rest, process.stdin, process.stdout);
     return 0;
   }
   if (cmd !== 'run') return unknownCommand(cmd);

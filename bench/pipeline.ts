@@ -14,10 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { VolumeDirWatcher } from '../agent/dirwatch.ts';
-import { AgentMetrics } from '../agent/metrics.ts';
-import { Reconciler, type PodView } from '../agent/reconciler.ts';
-import { FsVolumeWriter } from '../agent/writer.ts';
+import { VolumeDirWatcher } from '../agent/volume/dirwatch.ts';
+import { AgentMetrics } from '../agent/monitoring/metrics.ts';
+import { Reconciler, type PodView } from '../agent/policy/reconciler.ts';
+import { FsVolumeWriter } from '../agent/volume/writer.ts';
 
 // Numbers are sizes; "watch" or "none" runs only that watcher (one per process gives
 // clean RSS figures: RSS does not shrink back between runs in one process).

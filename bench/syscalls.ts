@@ -1,4 +1,4 @@
-// The cost of the writer's system calls alone: the sequences FsVolumeWriter (agent/writer.ts)
+// The cost of the writer's system calls alone: the sequences FsVolumeWriter (agent/volume/writer.ts)
 // runs on one volume of three files, issued through fs/promises (as the agent does, four
 // volumes in flight as with the default --concurrency) or synchronously. Not the agent's
 // code: a model of it, to show how much of a write is Node's per-call overhead (a hand-off

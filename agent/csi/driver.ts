@@ -8,11 +8,11 @@
 // them (camelCase fields, defaults filled in).
 
 import type { Logger } from 'pino';
-import { ProjectionError } from '../errors.ts';
-import { F } from '../logfields.ts';
-import type { PodView } from '../reconciler.ts';
-import { describe, diskUID, usesCsiDriver } from '../volumes.ts';
-import type { VolumeTarget } from '../writer.ts';
+import { ProjectionError } from '../common/errors.ts';
+import { F } from '../monitoring/logfields.ts';
+import type { PodView } from '../policy/reconciler.ts';
+import { describe, diskUID, usesCsiDriver } from '../volume/resolve.ts';
+import type { VolumeTarget } from '../volume/writer.ts';
 import { parseTargetPath } from './paths.ts';
 
 export const DRIVER_NAME = 'ownerrefs.dev';

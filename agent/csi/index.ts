@@ -12,9 +12,9 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ApiError, type ApiClient } from '../kube/client.ts';
-import { F } from '../logfields.ts';
+import { F } from '../monitoring/logfields.ts';
 import { DRIVER_NAME, NodeDriver, type FetchedPod, type PodTargets } from './driver.ts';
-import type { VolumeTarget } from '../writer.ts';
+import type { VolumeTarget } from '../volume/writer.ts';
 import { findPublished } from './restore.ts';
 import { loadServices, serveUnix, type UnixServer } from './server.ts';
 

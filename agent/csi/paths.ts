@@ -2,11 +2,11 @@
 // path is still checked before any of it is used: a request that does not name
 // <kubelet-root>/pods/<pod-uid>/volumes/kubernetes.io~csi/<volume>/mount, with each
 // component a plain name, is refused before the filesystem is touched. The writer
-// then walks those components one by one with O_NOFOLLOW (agent/writer.ts).
+// then walks those components one by one with O_NOFOLLOW (agent/volume/writer.ts).
 
 import path from 'node:path';
-import { describe, isValidUID } from '../volumes.ts';
-import { isSafeComponent, type VolumeTarget } from '../writer.ts';
+import { describe, isValidUID } from '../volume/resolve.ts';
+import { isSafeComponent, type VolumeTarget } from '../volume/writer.ts';
 
 /** The kubelet's directory for CSI volumes inside a pod's volumes directory. */
 export const CSI_PLUGIN_DIR = 'kubernetes.io~csi';

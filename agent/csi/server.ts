@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { errnoOf } from '../errors.ts';
+import { errnoOf } from '../common/errors.ts';
 import { Code, CsiError } from './driver.ts';
 
 const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));

@@ -3,9 +3,9 @@
 // never delays projection.
 
 import type { Logger } from 'pino';
-import { F } from '../logfields.ts';
-import { KeyedRateLimiter } from '../ratelimit.ts';
-import type { Clock } from '../clock.ts';
+import { F } from '../monitoring/logfields.ts';
+import { KeyedRateLimiter } from '../common/ratelimit.ts';
+import type { Clock } from '../common/clock.ts';
 import type { ApiClient } from './client.ts';
 
 export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';

@@ -14,7 +14,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { Backoff, realClock, sleep, type Clock } from '../clock.ts';
+import { Backoff, realClock, sleep, type Clock } from '../common/clock.ts';
 import { ApiError, type ApiClient } from './client.ts';
 
 export interface KubeObject {

@@ -4,9 +4,9 @@
 // for the benchmark's what-if variants. The agent's own files are not edited; each shim
 // answers "what would the agent cost without X, or with X done differently?".
 //
-//   syncfs    agent/writer.ts gets node:fs/promises on synchronous calls (./syncfs.ts):
+//   syncfs    agent/volume/writer.ts gets node:fs/promises on synchronous calls (./syncfs.ts):
 //             every file-system call runs on the main thread, none on libuv's pool.
-//   nowatch   agent/dirwatch.ts's VolumeDirWatcher does nothing (./nowatch.ts): no inotify
+//   nowatch   agent/volume/dirwatch.ts's VolumeDirWatcher does nothing (./nowatch.ts): no inotify
 //             watch, no directory event, no stamp check; self-heal is off.
 //   metrics   prom-client is replaced by a minimal implementation (./metrics.ts).
 //   logger    pino is replaced by a minimal JSON-lines logger (./logger.ts).

@@ -1,5 +1,5 @@
 // What-if shim (bench/variants/hook.ts, "syncfs"): the part of node:fs/promises that
-// agent/writer.ts uses, issued synchronously on the main thread. The writer's code is
+// agent/volume/writer.ts uses, issued synchronously on the main thread. The writer's code is
 // unchanged: it still awaits each call (one microtask), but no call goes through libuv's
 // thread pool, so a volume write costs its system calls and no thread hand-offs.
 // The price is robustness: a call that blocks in the kernel (a hung NFS or FUSE mount,

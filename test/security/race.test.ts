@@ -6,8 +6,8 @@
 import { lstatSync, readdirSync, readFileSync, rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ProjectionError } from '../../agent/errors.ts';
-import { FsVolumeWriter, type VolumeTarget } from '../../agent/writer.ts';
+import { ProjectionError } from '../../agent/common/errors.ts';
+import { FsVolumeWriter, type VolumeTarget } from '../../agent/volume/writer.ts';
 import { FILES, project, type ProjectedFile } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';

@@ -6,8 +6,8 @@ import { execFileSync, spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { ProjectionError, type FailureReason } from '../../agent/errors.ts';
-import { TEMP_PREFIX } from '../../agent/writer.ts';
+import { ProjectionError, type FailureReason } from '../../agent/common/errors.ts';
+import { TEMP_PREFIX } from '../../agent/volume/writer.ts';
 import { ALL_FILE_NAMES } from '../../projections/index.ts';
 
 /** Every name the writer uses in a volume: the final files and their temporaries. */

@@ -5,11 +5,11 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach } from 'vitest';
-import { VolumeDirWatcher } from '../../agent/dirwatch.ts';
+import { VolumeDirWatcher } from '../../agent/volume/dirwatch.ts';
 import type { EventSink, InvolvedObject } from '../../agent/kube/events.ts';
-import { AgentMetrics } from '../../agent/metrics.ts';
-import { Reconciler } from '../../agent/reconciler.ts';
-import { FsVolumeWriter, TEMP_PREFIX } from '../../agent/writer.ts';
+import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
+import { Reconciler } from '../../agent/policy/reconciler.ts';
+import { FsVolumeWriter, TEMP_PREFIX } from '../../agent/volume/writer.ts';
 import { tmpDir } from './tmpdir.ts';
 
 export interface RecordedEvent {

@@ -1,12 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS } from '../../agent/nodeconfig.ts';
-import { FILES } from '../../projections/index.ts';
-import { agentKit } from '../support/agentkit.ts';
-import { owner, pod } from '../support/fixtures.ts';
-import { makeVolume } from '../support/tmpdir.ts';
-import { waitFor } from '../support/wait.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { FILES } from '../../../projections/index.ts';
+import { agentKit } from '../../support/agentkit.ts';
+import { owner, pod } from '../../support/fixtures.ts';
+import { makeVolume } from '../../support/tmpdir.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const read = (vol: string, f: string = FILES.ownerReferences) => readFileSync(path.join(vol, f), 'utf8');
 const named = (vol: string, name: string) => async () => existsSync(path.join(vol, FILES.ownerReferences)) && read(vol).includes(`"name":"${name}"`);

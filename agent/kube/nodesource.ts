@@ -2,9 +2,9 @@
 // Warning Event on the Node and keep the last good setting.
 
 import type { Logger } from 'pino';
-import { REASON_INVALID_NODE_LABEL, type EventSink } from './kube/events.ts';
-import type { ReflectorHandler } from './kube/reflector.ts';
-import { F } from './logfields.ts';
+import { REASON_INVALID_NODE_LABEL, type EventSink } from './events.ts';
+import type { ReflectorHandler } from './reflector.ts';
+import { F } from '../monitoring/logfields.ts';
 import { sameSettings, settingsFromLabels, type NodeSettings } from './nodeconfig.ts';
 
 export interface NodeView {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { PodTable, dirOf } from '../../agent/podtable.ts';
-import type { ResolvedVolume } from '../../agent/volumes.ts';
+import { PodTable, dirOf } from '../../../agent/policy/podtable.ts';
+import type { ResolvedVolume } from '../../../agent/volume/resolve.ts';
 
 /** A table whose directory watches and gauges are plain records, to look at after each step. */
 function table() {

@@ -76,8 +76,8 @@
 
 import { constants as C, type Stats } from 'node:fs';
 import path from 'node:path';
-import type { ProjectedFile } from '../projections/index.ts';
-import { errnoOf, ProjectionError, type FailureReason } from './errors.ts';
+import type { ProjectedFile } from '../../projections/index.ts';
+import { errnoOf, ProjectionError, type FailureReason } from '../common/errors.ts';
 import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
 
 /** Where to write: a trusted absolute root plus components that must each be a real directory. */

@@ -2,12 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ProjectionError } from '../../agent/errors.ts';
-import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/writer.ts';
-import { ALL_FILE_NAMES, FILES, project } from '../../projections/index.ts';
-import { owner, pod } from '../support/fixtures.ts';
-import { startReader } from '../support/reader.ts';
-import { makeVolume, snapshot, tmpDir } from '../support/tmpdir.ts';
+import { ProjectionError } from '../../../agent/common/errors.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../../agent/volume/writer.ts';
+import { ALL_FILE_NAMES, FILES, project } from '../../../projections/index.ts';
+import { owner, pod } from '../../support/fixtures.ts';
+import { startReader } from '../../support/reader.ts';
+import { makeVolume, snapshot, tmpDir } from '../../support/tmpdir.ts';
 
 const UID = '11111111-2222-4333-8444-555555555555';
 // Every test runs twice: with the thread-pool calls (disk-backed volume) and inline (tmpfs).

@@ -4,16 +4,16 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { targetFor } from '../../agent/csi/paths.ts';
-import { VolumeDirWatcher } from '../../agent/dirwatch.ts';
-import { AgentMetrics } from '../../agent/metrics.ts';
-import { Reconciler, type PodView } from '../../agent/reconciler.ts';
-import { FsVolumeWriter, type VolumeWriter } from '../../agent/writer.ts';
-import { FILES } from '../../projections/index.ts';
-import { agentKit, memoryLogger, RecordingEvents } from '../support/agentkit.ts';
-import { owner, pod } from '../support/fixtures.ts';
-import { makeVolume, tmpDir } from '../support/tmpdir.ts';
-import { waitFor } from '../support/wait.ts';
+import { targetFor } from '../../../agent/csi/paths.ts';
+import { VolumeDirWatcher } from '../../../agent/volume/dirwatch.ts';
+import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
+import { Reconciler, type PodView } from '../../../agent/policy/reconciler.ts';
+import { FsVolumeWriter, type VolumeWriter } from '../../../agent/volume/writer.ts';
+import { FILES } from '../../../projections/index.ts';
+import { agentKit, memoryLogger, RecordingEvents } from '../../support/agentkit.ts';
+import { owner, pod } from '../../support/fixtures.ts';
+import { makeVolume, tmpDir } from '../../support/tmpdir.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const DRIVER = 'ownerrefs.dev';
 const csiVolume = (driver = DRIVER) => ({ name: 'podinfo', csi: { driver, readOnly: true } });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS, settingsFromLabels } from '../../agent/nodeconfig.ts';
+import { DEFAULT_SETTINGS, settingsFromLabels } from '../../../agent/kube/nodeconfig.ts';
 
 describe('settingsFromLabels', () => {
   it('uses defaults when no label is set: not paused, both optional files on', () => {

@@ -4,13 +4,13 @@
 // pods/volumes gauges in step with the indexes, so the reconciler holds policy only.
 
 import path from 'node:path';
-import type { OwnerReference, PodMeta, ProjectedFile } from '../projections/index.ts';
-import type { DirWatcher } from './dirwatch.ts';
-import type { ProjectionError } from './errors.ts';
-import type { InvolvedObject } from './kube/events.ts';
-import type { AgentMetrics } from './metrics.ts';
-import type { PodVolumesView, ResolvedVolume } from './volumes.ts';
-import type { VolumeTarget } from './writer.ts';
+import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
+import type { DirWatcher } from '../volume/dirwatch.ts';
+import type { ProjectionError } from '../common/errors.ts';
+import type { InvolvedObject } from '../kube/events.ts';
+import type { AgentMetrics } from '../monitoring/metrics.ts';
+import type { PodVolumesView, ResolvedVolume } from '../volume/resolve.ts';
+import type { VolumeTarget } from '../volume/writer.ts';
 
 export type PodView = PodMeta & PodVolumesView & {
   metadata?: { name?: string; namespace?: string; uid?: string } | undefined;

@@ -6,8 +6,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { project, type PodMeta } from '../projections/index.ts';
-import { FsVolumeWriter } from './writer.ts';
+import { project, type PodMeta } from '../../projections/index.ts';
+import { FsVolumeWriter } from '../volume/writer.ts';
 
 export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--no-env-file] [--no-dependents-file] [FILE|-]
 

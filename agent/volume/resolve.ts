@@ -1,7 +1,7 @@
 // Policy: which directories a pod's annotation asks for, validated before any of
 // it becomes a path. Everything here is pod-controlled input.
 
-import { ProjectionError } from './errors.ts';
+import { ProjectionError } from '../common/errors.ts';
 import type { VolumeTarget } from './writer.ts';
 
 export const ANNOTATION_VOLUME = 'ownerrefs.dev/volume';

@@ -1,7 +1,7 @@
 // Node labels under ownerrefs.dev/ configure the agent on that node, live.
 // Pure: labels + the last good settings -> new settings and complaints.
 
-import type { ProjectionOptions } from '../projections/index.ts';
+import type { ProjectionOptions } from '../../projections/index.ts';
 
 export interface NodeSettings extends ProjectionOptions {
   /** Stop projecting on this node; files stay exactly as they are. */

@@ -3,11 +3,12 @@ import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { tmpDir } from '../support/tmpdir.ts';
+import { tmpDir } from '../../support/tmpdir.ts';
 
 const run = promisify(execFile);
-const MAIN = path.join(import.meta.dirname, '..', '..', 'agent', 'main.ts');
-const KEP_POD = path.join(import.meta.dirname, '..', '..', 'examples', 'kep-pod.yaml');
+const ROOT = path.join(import.meta.dirname, '..', '..', '..');
+const MAIN = path.join(ROOT, 'agent', 'main.ts');
+const KEP_POD = path.join(ROOT, 'examples', 'kep-pod.yaml');
 const cli = (...args: string[]) => run(process.execPath, [MAIN, ...args]);
 
 const KEP_JSON = '{"kind":"OwnerReference","apiVersion":"meta/v1","items":[' +

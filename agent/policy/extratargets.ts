@@ -6,9 +6,9 @@
 // CSI target path and the kubelet's volume context carry, and for a static pod it is
 // not the mirror pod's metadata.uid.
 
-import type { Clock } from './clock.ts';
-import type { ResolvedVolume } from './volumes.ts';
-import type { VolumeTarget } from './writer.ts';
+import type { Clock } from '../common/clock.ts';
+import type { ResolvedVolume } from '../volume/resolve.ts';
+import type { VolumeTarget } from '../volume/writer.ts';
 
 export class ExtraTargets {
   readonly #targets = new Map<string, Map<string, VolumeTarget>>();

@@ -7,22 +7,22 @@
 // for verification. Nothing scans all pods on a single event.
 
 import type { Logger } from 'pino';
-import { ALL_FILE_NAMES, FILES, ownersOf, project, type ProjectedFile } from '../projections/index.ts';
-import { realClock, type Clock } from './clock.ts';
-import type { DirWatchEvents, DirWatcher } from './dirwatch.ts';
-import { ProjectionError } from './errors.ts';
-import { DiskClaims } from './diskclaims.ts';
+import { ALL_FILE_NAMES, FILES, ownersOf, project, type ProjectedFile } from '../../projections/index.ts';
+import { realClock, type Clock } from '../common/clock.ts';
+import type { DirWatchEvents, DirWatcher } from '../volume/dirwatch.ts';
+import { ProjectionError } from '../common/errors.ts';
+import { DiskClaims } from '../volume/diskclaims.ts';
 import { DirLocks, ExtraTargets } from './extratargets.ts';
-import type { EventSink, InvolvedObject } from './kube/events.ts';
-import type { ReflectorHandler } from './kube/reflector.ts';
-import { F } from './logfields.ts';
-import type { AgentMetrics } from './metrics.ts';
-import { DEFAULT_SETTINGS, type NodeSettings } from './nodeconfig.ts';
+import type { EventSink, InvolvedObject } from '../kube/events.ts';
+import type { ReflectorHandler } from '../kube/reflector.ts';
+import { F } from '../monitoring/logfields.ts';
+import type { AgentMetrics } from '../monitoring/metrics.ts';
+import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
 import { PodTable, dirOf, podKey, type PodView, type Tracked } from './podtable.ts';
 import { FailureReporter } from './reporter.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, describe, diskUID, optedIn, resolveVolumes, usesCsiDriver } from './volumes.ts';
-import type { VolumeTarget, VolumeWriter } from './writer.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, describe, diskUID, optedIn, resolveVolumes, usesCsiDriver } from '../volume/resolve.ts';
+import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
 
 export type { PodView } from './podtable.ts';
 

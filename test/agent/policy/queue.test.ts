@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { WorkQueue } from '../../agent/queue.ts';
-import { KeyedRateLimiter } from '../../agent/ratelimit.ts';
+import { WorkQueue } from '../../../agent/policy/queue.ts';
+import { KeyedRateLimiter } from '../../../agent/common/ratelimit.ts';
 
 describe('WorkQueue', () => {
   it('coalesces adds of a queued key and never runs one key twice at once', async () => {

@@ -3,13 +3,13 @@
 // The reconciler calls it; nothing else logs a ProjectionError.
 
 import type { Logger } from 'pino';
-import type { Clock } from './clock.ts';
-import type { ProjectionError } from './errors.ts';
-import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from './kube/events.ts';
-import { F } from './logfields.ts';
-import type { AgentMetrics } from './metrics.ts';
-import { KeyedRateLimiter } from './ratelimit.ts';
-import { describe } from './volumes.ts';
+import type { Clock } from '../common/clock.ts';
+import type { ProjectionError } from '../common/errors.ts';
+import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from '../kube/events.ts';
+import { F } from '../monitoring/logfields.ts';
+import type { AgentMetrics } from '../monitoring/metrics.ts';
+import { KeyedRateLimiter } from '../common/ratelimit.ts';
+import { describe } from '../volume/resolve.ts';
 
 export class FailureReporter {
   readonly #log: Logger;
