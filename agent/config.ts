@@ -1,14 +1,16 @@
 // Command-line and environment configuration for `ownerrefs-agent run`.
 // Flags win over environment variables, which win over defaults.
 
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_MAX_BYTES } from './policy/reconciler.ts';
-import { DEFAULT_STALL_MS } from './kube/reflector.ts';
+import * as D from './common/defaults.ts';
+import { ConfigError } from './common/errors.ts';
 
 export interface AgentConfig {
   nodeName: string;
   /** Path to a kubeconfig; undefined means in-cluster service account. */
   kubeconfig: string | undefined;
+  /** Absolute and normalised, once, here: every module builds and compares paths below it. */
   kubeletRoot: string;
   healthHost: string;
   healthPort: number;
@@ -29,16 +31,16 @@ export interface AgentConfig {
 export const RUN_FLAGS = {
   'node-name': { env: 'NODE_NAME', def: '', help: 'this node\'s name (required; from spec.nodeName via the downward API)' },
   kubeconfig: { env: 'KUBECONFIG', def: '', help: 'kubeconfig path; empty means in-cluster service account' },
-  'kubelet-root': { env: 'OWNERREFS_KUBELET_ROOT', def: '/var/lib/kubelet', help: 'kubelet root directory' },
-  'health-addr': { env: 'OWNERREFS_HEALTH_ADDR', def: '0.0.0.0:8080', help: 'host:port for /healthz, /readyz and /metrics' },
-  'log-level': { env: 'LOG_LEVEL', def: 'info', help: 'trace, debug, info, warn, error or fatal' },
-  'resync-seconds': { env: 'OWNERREFS_RESYNC_SECONDS', def: '60', help: 'verify every volume on disk this often (backstop for missed inotify events)' },
-  'max-bytes': { env: 'OWNERREFS_MAX_BYTES', def: String(DEFAULT_MAX_BYTES), help: 'refuse pods whose files add up to more than this' },
-  'stall-seconds': { env: 'OWNERREFS_STALL_SECONDS', def: String(DEFAULT_STALL_MS / 1000), help: 'replace a watch that sent nothing (not even a bookmark) for this long' },
-  'ready-down-seconds': { env: 'OWNERREFS_READY_DOWN_SECONDS', def: '60', help: '/readyz fails after the pod watch has been down this long' },
-  concurrency: { env: 'OWNERREFS_CONCURRENCY', def: '4', help: 'volumes written in parallel' },
+  'kubelet-root': { env: 'OWNERREFS_KUBELET_ROOT', def: D.KUBELET_ROOT, help: 'kubelet root directory (a relative path is resolved against the working directory)' },
+  'health-addr': { env: 'OWNERREFS_HEALTH_ADDR', def: D.HEALTH_ADDR, help: 'host:port for /healthz, /readyz and /metrics' },
+  'log-level': { env: 'LOG_LEVEL', def: D.LOG_LEVEL, help: 'trace, debug, info, warn, error or fatal' },
+  'resync-seconds': { env: 'OWNERREFS_RESYNC_SECONDS', def: String(D.RESYNC_MS / 1000), help: 'verify every volume on disk this often (backstop for missed inotify events)' },
+  'max-bytes': { env: 'OWNERREFS_MAX_BYTES', def: String(D.MAX_BYTES), help: 'refuse pods whose files add up to more than this' },
+  'stall-seconds': { env: 'OWNERREFS_STALL_SECONDS', def: String(D.STALL_MS / 1000), help: 'replace a watch that sent nothing (not even a bookmark) for this long' },
+  'ready-down-seconds': { env: 'OWNERREFS_READY_DOWN_SECONDS', def: String(D.READY_DOWN_MS / 1000), help: '/readyz fails after the pod watch has been down this long' },
+  concurrency: { env: 'OWNERREFS_CONCURRENCY', def: String(D.CONCURRENCY), help: 'volumes written in parallel' },
   'csi-socket': { env: 'OWNERREFS_CSI_SOCKET', def: '', help: 'serve the CSI driver ownerrefs.dev on this unix socket, the same path on the host (empty: CSI mode off)' },
-  'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: '/var/lib/kubelet/plugins_registry', help: 'register the CSI driver with the kubelet in this directory (empty: do not register)' },
+  'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: D.REGISTRATION_DIR, help: 'register the CSI driver with the kubelet in this directory (empty: do not register)' },
 } as const;
 
 type FlagName = keyof typeof RUN_FLAGS;
@@ -64,10 +66,6 @@ export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-o
  * RSS stays flat instead of stepping up by tens of MB as arenas fragment (docs/soak).
  */
 export const AGENT_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
 
 export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
   const { values } = parseArgs({
@@ -96,7 +94,7 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
   return {
     nodeName,
     kubeconfig: get('kubeconfig') || undefined,
-    kubeletRoot: get('kubelet-root'),
+    kubeletRoot: path.resolve(get('kubelet-root')),
     healthHost: m[1] || '0.0.0.0',
     healthPort: Number(m[2]),
     logLevel: level,

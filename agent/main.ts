@@ -3,7 +3,8 @@
 
 import { pino } from 'pino';
 import { startAgent } from './agent.ts';
-import { ConfigError, parseRunConfig, runHelp } from './config.ts';
+import { ConfigError } from './common/errors.ts';
+import { parseRunConfig, runHelp } from './config.ts';
 
 const HELP = `Usage: ownerrefs-agent <command> [flags]
 

@@ -13,15 +13,6 @@ export type FailureReason =
   | 'WriteFailed' // the filesystem refused (read-only, full, I/O error)
   | 'VolumeNotFound'; // the kubelet has not created (or has removed) the directory
 
-/** Failures the pod author can fix by editing the pod: retrying will not help. */
-export const PERMANENT: ReadonlySet<FailureReason> = new Set([
-  'InvalidAnnotation',
-  'VolumeNotDeclared',
-  'UnsupportedVolumeType',
-  'InvalidMirrorUID',
-  'TooLarge',
-]);
-
 export interface ErrorContext {
   pod?: string | undefined; // namespace/name
   volume?: string | undefined;
@@ -43,10 +34,11 @@ export class ProjectionError extends Error {
   withContext(extra: ErrorContext): ProjectionError {
     return new ProjectionError(this.reason, this.message, { ...this.context, ...extra }, this.cause);
   }
+}
 
-  get permanent(): boolean {
-    return PERMANENT.has(this.reason);
-  }
+/** A flag, an environment variable or a kubeconfig is wrong: the operator's to fix; the CLI exits 2. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
 }
 
 /** Errno of a Node system error, if any. */

@@ -11,7 +11,9 @@ import type { Logger } from 'pino';
 import { ProjectionError } from '../common/errors.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { PodView } from '../policy/reconciler.ts';
-import { describe, diskUID, usesCsiDriver } from '../volume/resolve.ts';
+import { CSI_POD_WAIT_MS } from '../common/defaults.ts';
+import { describe, isDns1123Label, isDns1123Subdomain } from '../common/validation.ts';
+import { diskUID, usesCsiDriver } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import { parseTargetPath } from './paths.ts';
 
@@ -82,9 +84,6 @@ interface UnpublishRequest {
   targetPath?: string;
 }
 
-export const DEFAULT_POD_WAIT_MS = 5_000;
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export class NodeDriver {
   readonly #o: NodeDriverOptions;
@@ -189,8 +188,8 @@ export class NodeDriver {
    * requests). If not, wait a little for it, then GET it once.
    */
   async #findPod(uid: string, namespace: string, name: string): Promise<void> {
-    if (await this.#o.pods.waitForPod(uid, this.#o.podWaitMs ?? DEFAULT_POD_WAIT_MS)) return;
-    if (!DNS1123_LABEL.test(namespace) || !DNS1123_SUBDOMAIN.test(name)) {
+    if (await this.#o.pods.waitForPod(uid, this.#o.podWaitMs ?? CSI_POD_WAIT_MS)) return;
+    if (!isDns1123Label(namespace) || !isDns1123Subdomain(name)) {
       throw invalid(`the volume context names pod ${describe(`${namespace}/${name}`)}, which is not a valid namespace/name`);
     }
     let pod: FetchedPod | undefined;

@@ -5,7 +5,7 @@
 // then walks those components one by one with O_NOFOLLOW (agent/volume/writer.ts).
 
 import path from 'node:path';
-import { describe, isValidUID } from '../volume/resolve.ts';
+import { describe, isDns1123Subdomain, isValidPodUID } from '../common/validation.ts';
 import { isSafeComponent, type VolumeTarget } from '../volume/writer.ts';
 
 /** The kubelet's directory for CSI volumes inside a pod's volumes directory. */
@@ -14,10 +14,6 @@ export const CSI_PLUGIN_DIR = 'kubernetes.io~csi';
 export const MOUNT_DIR = 'mount';
 export const VOL_DATA_FILE = 'vol_data.json';
 
-// An inline volume's directory is its name in spec.volumes (a DNS-1123 label); a
-// persistent volume's is the PV name (a DNS-1123 subdomain). Accept the wider one,
-// so a refusal for a PV says "ephemeral only" rather than "bad path".
-const VOLUME_DIR = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export interface CsiTarget {
   /** The pod's directory name under <kubelet-root>/pods. */
@@ -32,13 +28,12 @@ export function targetFor(kubeletRoot: string, diskUid: string, volume: string):
   return {
     diskUid,
     volume,
-    target: { root: path.resolve(kubeletRoot), components: ['pods', diskUid, 'volumes', CSI_PLUGIN_DIR, volume, MOUNT_DIR] },
+    target: { root: kubeletRoot, components: ['pods', diskUid, 'volumes', CSI_PLUGIN_DIR, volume, MOUNT_DIR] },
   };
 }
 
-/** The target a path names, or a sentence saying why it is refused. */
-export function parseTargetPath(kubeletRoot: string, targetPath: string): CsiTarget | string {
-  const root = path.resolve(kubeletRoot);
+/** The target a path names, or a sentence saying why it is refused. `root`: the absolute, normalised kubelet root. */
+export function parseTargetPath(root: string, targetPath: string): CsiTarget | string {
   const shape = `<kubelet-root>/pods/<pod-uid>/volumes/${CSI_PLUGIN_DIR}/<volume>/${MOUNT_DIR} with kubelet root ${root}`;
   const quoted = describe(targetPath, 200);
   if (targetPath.includes('\0') || !path.isAbsolute(targetPath) || path.normalize(targetPath) !== targetPath || targetPath.endsWith('/')) {
@@ -52,7 +47,10 @@ export function parseTargetPath(kubeletRoot: string, targetPath: string): CsiTar
     uid === undefined || volume === undefined) {
     return `target_path ${quoted} does not have the kubelet's layout; expected ${shape}`;
   }
-  if (!isValidUID(uid) || !isSafeComponent(uid)) return `target_path ${quoted}: ${describe(uid)} is not a valid pod UID`;
-  if (!VOLUME_DIR.test(volume) || !isSafeComponent(volume)) return `target_path ${quoted}: ${describe(volume)} is not a valid volume name`;
+  if (!isValidPodUID(uid) || !isSafeComponent(uid)) return `target_path ${quoted}: ${describe(uid)} is not a valid pod UID`;
+  // An inline volume's directory is its name in spec.volumes (a DNS-1123 label); a
+  // persistent volume's is the PV name (a DNS-1123 subdomain). Accept the wider one,
+  // so a refusal for a PV says "ephemeral only" rather than "bad path".
+  if (!isDns1123Subdomain(volume) || !isSafeComponent(volume)) return `target_path ${quoted}: ${describe(volume)} is not a valid volume name`;
   return targetFor(root, uid, volume);
 }

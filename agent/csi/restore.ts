@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { errnoOf } from '../common/errors.ts';
 import { F } from '../monitoring/logfields.ts';
-import { isValidUID } from '../volume/resolve.ts';
+import { isValidPodUID } from '../common/validation.ts';
 import { CSI_PLUGIN_DIR, MOUNT_DIR, parseTargetPath, VOL_DATA_FILE, type CsiTarget } from './paths.ts';
 
 export interface PublishedTarget extends CsiTarget {
@@ -26,11 +26,10 @@ export interface PublishedTarget extends CsiTarget {
 const MAX_VOL_DATA_BYTES = 64 * 1024;
 
 /** Targets of `driver` whose mount directory exists, from the kubelet's vol_data.json files. */
-export async function findPublished(kubeletRoot: string, driver: string, log: Logger): Promise<PublishedTarget[]> {
-  const root = path.resolve(kubeletRoot);
+export async function findPublished(root: string, driver: string, log: Logger): Promise<PublishedTarget[]> {
   const out: PublishedTarget[] = [];
   for (const uid of await listDir(path.join(root, 'pods'))) {
-    if (!isValidUID(uid)) continue;
+    if (!isValidPodUID(uid)) continue;
     const csiDir = path.join(root, 'pods', uid, 'volumes', CSI_PLUGIN_DIR);
     for (const volume of await listDir(csiDir)) {
       try {

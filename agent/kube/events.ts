@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { F } from '../monitoring/logfields.ts';
 import { KeyedRateLimiter } from '../common/ratelimit.ts';
 import type { Clock } from '../common/clock.ts';
+import { EVENT_LIMIT } from '../common/defaults.ts';
 import type { ApiClient } from './client.ts';
 
 export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';
@@ -38,8 +39,7 @@ export class ApiEventSink implements EventSink {
     this.#client = opts.client;
     this.#node = opts.node;
     this.#log = opts.log;
-    // A burst of 3 per object, then one per 2 minutes.
-    this.#limiter = new KeyedRateLimiter({ burst: 3, refillMs: 120_000, ...(opts.clock ? { clock: opts.clock } : {}) });
+    this.#limiter = new KeyedRateLimiter({ ...EVENT_LIMIT, ...(opts.clock ? { clock: opts.clock } : {}) });
   }
 
   warn(obj: InvolvedObject, reason: string, message: string): boolean {

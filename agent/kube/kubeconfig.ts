@@ -26,7 +26,7 @@ import type { RequestOptions } from 'node:https';
 import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
 import path from 'node:path';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../common/errors.ts';
 
 // yaml is loaded only when a kubeconfig file is read: in a pod (in-cluster) it is not
 // needed, and it costs ~2.5 MB RSS. Synchronous, because loading credentials is.

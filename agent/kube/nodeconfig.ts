@@ -22,9 +22,6 @@ export const NODE_LABELS: readonly LabelSpec[] = [
   { label: 'ownerrefs.dev/dependents-file', key: 'dependentsFile', default: true, doc: 'write dependentOwnerReferences' },
 ];
 
-/** The DaemonSet's nodeSelector label; the agent itself does not read it. */
-export const NODE_SELECTOR_LABEL = 'ownerrefs.dev/agent';
-
 export const DEFAULT_SETTINGS: NodeSettings = Object.freeze(
   Object.fromEntries(NODE_LABELS.map((s) => [s.key, s.default])) as unknown as NodeSettings,
 );

@@ -1,5 +1,6 @@
 // The agent's own Node carries its configuration as labels. Invalid values get a
-// Warning Event on the Node and keep the last good setting.
+// Warning Event on the Node and keep the last good setting. A deleted Node changes
+// nothing (no remove handler): the last settings stay while the agent is drained.
 
 import type { Logger } from 'pino';
 import { REASON_INVALID_NODE_LABEL, type EventSink } from './events.ts';
@@ -59,7 +60,4 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
     this.#configured = true;
     this.#markConfigured();
   }
-
-  /** The Node went away: keep the last settings (the agent is being drained anyway). */
-  remove(): void {}
 }

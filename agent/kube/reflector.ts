@@ -15,6 +15,7 @@
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { Backoff, realClock, sleep, type Clock } from '../common/clock.ts';
+import { STALL_MS, WATCH_BACKOFF, WATCH_TIMEOUT_SECONDS } from '../common/defaults.ts';
 import { ApiError, type ApiClient } from './client.ts';
 
 export interface KubeObject {
@@ -26,7 +27,8 @@ export interface ReflectorHandler<T extends KubeObject> {
   /** The full current set after a (re)list: reconcile the difference. */
   replace(items: T[]): void;
   upsert(obj: T): void;
-  remove(obj: T): void;
+  /** Absent: a deletion changes nothing for this handler (the Node's settings outlive the Node). */
+  remove?(obj: T): void;
 }
 
 export type RestartReason = 'initial' | 'timeout' | 'expired' | 'error' | 'stall';
@@ -47,9 +49,9 @@ export interface ReflectorOptions<T extends KubeObject> {
   observer?: ReflectorObserver;
   clock?: Clock;
   random?: () => number;
-  /** No byte (event or bookmark) for this long means the connection is dead. Default 90 s. */
+  /** No byte (event or bookmark) for this long means the connection is dead. */
   stallMs?: number;
-  /** Server-side watch timeout range in seconds. Default [300, 600]. */
+  /** Server-side watch timeout range in seconds. */
   timeoutSeconds?: readonly [number, number];
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
 }
@@ -61,12 +63,6 @@ interface WatchEvent {
 
 class Gone extends Error {}
 class Stalled extends Error {}
-
-/**
- * Default stall bound: the API server sends a bookmark about once a minute on an idle
- * watch, so 90 s without a byte is one missed bookmark plus margin, not idleness.
- */
-export const DEFAULT_STALL_MS = 90_000;
 
 export class Reflector<T extends KubeObject> {
   readonly #o: Required<Omit<ReflectorOptions<T>, 'observer'>> & { observer: ReflectorObserver };
@@ -82,9 +78,9 @@ export class Reflector<T extends KubeObject> {
     this.#o = {
       clock: realClock,
       random: Math.random,
-      stallMs: DEFAULT_STALL_MS,
-      timeoutSeconds: [300, 600],
-      backoff: { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_000 },
+      stallMs: STALL_MS,
+      timeoutSeconds: WATCH_TIMEOUT_SECONDS,
+      backoff: WATCH_BACKOFF,
       observer: {},
       ...opts,
     };
@@ -209,7 +205,7 @@ export class Reflector<T extends KubeObject> {
     }
     const rv = ev.object.metadata?.resourceVersion;
     if (ev.type === 'ADDED' || ev.type === 'MODIFIED') this.#o.handler.upsert(ev.object as T);
-    else if (ev.type === 'DELETED') this.#o.handler.remove(ev.object as T);
+    else if (ev.type === 'DELETED') this.#o.handler.remove?.(ev.object as T);
     if (rv) this.#rv = rv;
   }
 }

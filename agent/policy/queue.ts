@@ -3,6 +3,7 @@
 // while being processed. Retries use a per-key exponential backoff.
 
 import { Backoff, realClock, type Clock } from '../common/clock.ts';
+import { SYNC_RETRY } from '../common/defaults.ts';
 
 export interface QueueOptions {
   concurrency: number;
@@ -25,7 +26,7 @@ export class WorkQueue {
   #idle: (() => void)[] = [];
 
   constructor(opts: QueueOptions) {
-    this.#o = { clock: realClock, retry: { initialMs: 500, maxMs: 60_000 }, ...opts };
+    this.#o = { clock: realClock, retry: SYNC_RETRY, ...opts };
   }
 
   get length(): number {

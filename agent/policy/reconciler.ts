@@ -6,6 +6,7 @@
 // disk is touched only when the bytes changed or a directory event / resync asks
 // for verification. Nothing scans all pods on a single event.
 
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { ALL_FILE_NAMES, FILES, ownersOf, project, type ProjectedFile } from '../../projections/index.ts';
 import { realClock, type Clock } from '../common/clock.ts';
@@ -21,12 +22,15 @@ import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
 import { PodTable, dirOf, podKey, type PodView, type Tracked } from './podtable.ts';
 import { FailureReporter } from './reporter.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, describe, diskUID, optedIn, resolveVolumes, usesCsiDriver } from '../volume/resolve.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, diskUID, optedIn, resolveVolumes, usesCsiDriver } from '../volume/resolve.ts';
+import { describe } from '../common/validation.ts';
+import { CONCURRENCY, MAX_BYTES } from '../common/defaults.ts';
 import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
 
 export type { PodView } from './podtable.ts';
 
 export interface ReconcilerOptions {
+  /** Absolute (config.ts resolves it): directory events and the pod table compare paths below it. */
   kubeletRoot: string;
   writer: VolumeWriter;
   events: EventSink;
@@ -35,15 +39,13 @@ export interface ReconcilerOptions {
   /** Built by the reconciler with its own callbacks (see dirwatch.ts for the default). */
   dirs: (on: DirWatchEvents) => DirWatcher;
   clock?: Clock;
-  /** Refuse (TooLarge) when a pod's files add up to more than this. Default 256 KiB. */
+  /** Refuse (TooLarge) when a pod's files add up to more than this. */
   maxBytes?: number;
-  /** Volumes written in parallel. Default 4. */
+  /** Volumes written in parallel. */
   concurrency?: number;
   /** CSI driver name: pods with an inline volume of this driver are tracked without the annotation. */
   csiDriver?: string;
 }
-
-export const DEFAULT_MAX_BYTES = 256 * 1024;
 
 export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   readonly #o: ReconcilerOptions & { clock: Clock; maxBytes: number };
@@ -57,8 +59,9 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   #settings: NodeSettings = DEFAULT_SETTINGS;
 
   constructor(opts: ReconcilerOptions) {
-    this.#o = { clock: realClock, maxBytes: DEFAULT_MAX_BYTES, ...opts };
-    this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? 4, process: (uid) => this.#process(uid), clock: this.#o.clock });
+    if (!path.isAbsolute(opts.kubeletRoot)) throw new Error(`kubelet root must be absolute, got ${JSON.stringify(opts.kubeletRoot)}`);
+    this.#o = { clock: realClock, maxBytes: MAX_BYTES, ...opts };
+    this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? CONCURRENCY, process: (uid) => this.#process(uid), clock: this.#o.clock });
     this.#dirs = opts.dirs(this);
     this.#pods = new PodTable({ dirs: this.#dirs, metrics: opts.metrics });
     this.#reporter = new FailureReporter({ log: opts.log, events: opts.events, metrics: opts.metrics, clock: this.#o.clock });

@@ -9,20 +9,21 @@ import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from '.
 import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { KeyedRateLimiter } from '../common/ratelimit.ts';
-import { describe } from '../volume/resolve.ts';
+import { FAILURE_LOG_LIMIT } from '../common/defaults.ts';
+import { describe } from '../common/validation.ts';
 
 export class FailureReporter {
   readonly #log: Logger;
   readonly #events: EventSink;
   readonly #metrics: AgentMetrics;
-  /** Per pod: a burst of 3 log lines, then one a minute. */
+  /** Per pod: a burst of log lines, then one a minute. */
   readonly #limiter: KeyedRateLimiter;
 
   constructor(opts: { log: Logger; events: EventSink; metrics: AgentMetrics; clock: Clock }) {
     this.#log = opts.log;
     this.#events = opts.events;
     this.#metrics = opts.metrics;
-    this.#limiter = new KeyedRateLimiter({ burst: 3, refillMs: 60_000, clock: opts.clock });
+    this.#limiter = new KeyedRateLimiter({ ...FAILURE_LOG_LIMIT, clock: opts.clock });
   }
 
   report(pod: InvolvedObject, e: ProjectionError): void {

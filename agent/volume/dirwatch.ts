@@ -56,11 +56,11 @@ export class VolumeDirWatcher implements DirWatcher {
   #closed = false;
 
   /**
-   * `root`: targets are below it and it always exists (the kubelet root).
+   * `root`: absolute; targets are below it and it always exists (the kubelet root).
    * `ignoreName`: entry names not worth an event (the writer's temporaries).
    */
   constructor(root: string, on: DirWatchEvents, onError: (err: unknown) => void, ignoreName: (name: string) => boolean = () => false) {
-    this.#root = path.resolve(root);
+    this.#root = root;
     this.#on = on;
     this.#onError = onError;
     this.#ignoreName = ignoreName;

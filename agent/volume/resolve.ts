@@ -2,6 +2,7 @@
 // it becomes a path. Everything here is pod-controlled input.
 
 import { ProjectionError } from '../common/errors.ts';
+import { describe, isDns1123Label, isValidPodUID } from '../common/validation.ts';
 import type { VolumeTarget } from './writer.ts';
 
 export const ANNOTATION_VOLUME = 'ownerrefs.dev/volume';
@@ -10,17 +11,6 @@ export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
 
 /** At most this many volumes per pod; more is refused as InvalidAnnotation. */
 export const MAX_VOLUMES_PER_POD = 8;
-
-// Kubernetes requires volume names to be DNS-1123 labels.
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-// UIDs are opaque strings to Kubernetes; apiserver UIDs are UUIDs and static-pod
-// UIDs are hashes. We accept one safe path component: no '/', no leading dot.
-const UID_GRAMMAR = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
-
-/** A pod UID we are willing to use as a path component (CSI target paths are checked with it too). */
-export function isValidUID(uid: string): boolean {
-  return UID_GRAMMAR.test(uid);
-}
 
 export interface PodVolumesView {
   metadata?: {
@@ -62,7 +52,7 @@ export function parseVolumeList(value: string): { names: string[]; errors: Proje
     return { names, errors };
   }
   for (const p of parts) {
-    if (!DNS1123_LABEL.test(p)) {
+    if (!isDns1123Label(p)) { // Kubernetes requires volume names to be DNS-1123 labels
       errors.push(new ProjectionError('InvalidAnnotation',
         `${ANNOTATION_VOLUME}: ${describe(p)} is not a valid volume name (lower-case DNS-1123 label, at most 63 characters); ` +
         'set it to the name of an emptyDir volume, or a comma-separated list of them'));
@@ -77,7 +67,7 @@ export function parseVolumeList(value: string): { names: string[]; errors: Proje
 export function diskUID(pod: PodVolumesView): { uid?: string; error?: ProjectionError } {
   const mirror = pod.metadata?.annotations?.[ANNOTATION_MIRROR];
   const uid = mirror ?? pod.metadata?.uid ?? '';
-  if (!UID_GRAMMAR.test(uid)) {
+  if (!isValidPodUID(uid)) {
     return {
       error: new ProjectionError('InvalidMirrorUID',
         `${mirror !== undefined ? ANNOTATION_MIRROR : 'metadata.uid'} ${describe(uid)} is not a valid pod UID`),
@@ -111,10 +101,4 @@ export function resolveVolumes(pod: PodVolumesView, kubeletRoot: string): Volume
     }
   }
   return { volumes, errors };
-}
-
-/** Quote pod-controlled text for messages, bounded so it cannot flood logs or Events. */
-export function describe(s: string, max = 80): string {
-  const shown = s.length > max ? s.slice(0, max) + `…(${s.length} chars)` : s;
-  return JSON.stringify(shown);
 }

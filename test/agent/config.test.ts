@@ -1,6 +1,8 @@
-// The CSI flags: off unless asked for, so emptyDir-only agents are unaffected.
+// `run`'s flags and environment: defaults, precedence, validation.
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseRunConfig, runHelp } from '../../agent/config.ts';
+import { ConfigError } from '../../agent/common/errors.ts';
+import { parseRunConfig, runHelp } from '../../agent/config.ts';
 
 const base = ['--node-name=n1'];
 
@@ -24,5 +26,18 @@ describe('CSI flags', () => {
 
   it('appear in --help', () => {
     expect(runHelp()).toMatch(/--csi-socket[\s\S]*OWNERREFS_CSI_SOCKET[\s\S]*--registration-dir/);
+  });
+});
+
+describe('the kubelet root', () => {
+  it('is made absolute once, here, so every module compares the same paths', () => {
+    // A relative root used to stay relative: the pod table keyed volumes by relative paths while
+    // directory events named absolute ones, so late volumes waited for the resync.
+    expect(parseRunConfig([...base, '--kubelet-root=rel/kubelet'], {}).kubeletRoot).toBe(path.resolve('rel/kubelet'));
+    expect(parseRunConfig(base, { OWNERREFS_KUBELET_ROOT: '/var/lib/k0s/kubelet/' }).kubeletRoot).toBe('/var/lib/k0s/kubelet');
+  });
+
+  it('defaults to /var/lib/kubelet', () => {
+    expect(parseRunConfig(base, {}).kubeletRoot).toBe('/var/lib/kubelet');
   });
 });

@@ -188,11 +188,21 @@ describe('control plane harness', () => {
     expect(apiStatus(refused)).toBe(403);
     const body = (refused as { body?: unknown }).body;
     expect(typeof body === 'string' ? body : JSON.stringify(body)).toContain('blockOwnerDeletion');
+  });
 
-    if (!info.components.controllerManager) return;
-    // The non-blocking dependent is still garbage-collected with its owner.
-    await apps.deleteNamespacedDaemonSet({ name: 'owner', namespace: ns.name, propagationPolicy: 'Background' });
-    await waitFor(() => gone(() => core.readNamespacedConfigMap({ name: 'plain-ref', namespace: ns.name })),
-      { describe: 'garbage collector deletes the ConfigMap owned by DaemonSet owner' });
+  // Skipped, and reported as skipped, when the binaries have no controller-manager (envtest's).
+  it.runIf(info.components.controllerManager)('garbage-collects a dependent whose owner reference does not block deletion', async () => {
+    const owner = await apps.createNamespacedDaemonSet({
+      namespace: ns.name,
+      body: { ...daemonSet('gc-owner'), spec: { ...daemonSet('gc-owner').spec!, template: {
+        ...template('gc-owner'), spec: { ...template('gc-owner').spec!, nodeSelector: { 'ownerrefs.dev/none': 'x' } },
+      } } },
+    });
+    await core.createNamespacedConfigMap({ namespace: ns.name, body: {
+      metadata: { name: 'gc-dependent', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'gc-owner', uid: owner.metadata!.uid! }] },
+    } });
+    await apps.deleteNamespacedDaemonSet({ name: 'gc-owner', namespace: ns.name, propagationPolicy: 'Background' });
+    await waitFor(() => gone(() => core.readNamespacedConfigMap({ name: 'gc-dependent', namespace: ns.name })),
+      { describe: 'garbage collector deletes the ConfigMap owned by DaemonSet gc-owner' });
   });
 });

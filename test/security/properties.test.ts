@@ -7,10 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProjectionError, PERMANENT } from '../../agent/common/errors.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, EMPTY_DIR_PLUGIN, MAX_VOLUMES_PER_POD, resolveVolumes } from '../../agent/volume/resolve.ts';
+import { ProjectionError, type FailureReason } from '../../agent/common/errors.ts';
+import { ANNOTATION_MIRROR, EMPTY_DIR_PLUGIN, MAX_VOLUMES_PER_POD, resolveVolumes } from '../../agent/volume/resolve.ts';
 import { isSafeComponent } from '../../agent/volume/writer.ts';
 import { FILES, project, type OwnerReference } from '../../projections/index.ts';
+import { agentKit } from '../support/agentkit.ts';
 import { pod } from '../support/fixtures.ts';
 import { buildOracle, goMarshal } from '../support/gooracle.ts';
 
@@ -29,6 +30,7 @@ const optBool = fc.option(fc.boolean(), { nil: undefined });
 const ownerArb: fc.Arbitrary<OwnerReference> = fc.record({
   apiVersion: hostile, kind: hostile, name: hostile, uid: hostile, controller: optBool, blockOwnerDeletion: optBool,
 });
+const RESOLUTION_REASONS: FailureReason[] = ['InvalidAnnotation', 'VolumeNotDeclared', 'UnsupportedVolumeType', 'InvalidMirrorUID'];
 const file = (owners: OwnerReference[], name: string) => project(pod({ owners })).find((f) => f.path === name)!.bytes.toString('utf8');
 
 describe('renderers against Go encoding/json', () => {
@@ -116,7 +118,7 @@ describe('annotation parser and path resolution', () => {
       }
       for (const e of errors) {
         expect(e).toBeInstanceOf(ProjectionError);
-        expect(PERMANENT.has(e.reason)).toBe(true);
+        expect(RESOLUTION_REASONS).toContain(e.reason); // the author's to fix, never a write failure
         expect(e.message.length).toBeLessThan(600); // pod-controlled text is quoted bounded
       }
       // Opted in with nothing served: the pod author is told why.
@@ -135,11 +137,18 @@ describe('annotation parser and path resolution', () => {
     }), { numRuns: 5000 });
   });
 
-  it('a pod without the annotation costs nothing, whatever else it carries', () => {
+  it('a pod without the annotation costs nothing, whatever else it carries', async () => {
+    // Through the reconciler, not just the parser: such a pod is not tracked, watched, written or reported.
+    const kit = agentKit();
+    let n = 0;
     fc.assert(fc.property(podArb, ({ mirror, uid, volumes }) => {
-      const p = pod({ uid, annotation: undefined, annotations: mirror === undefined ? {} : { [ANNOTATION_MIRROR]: mirror }, volumes });
-      expect(p.metadata!.annotations![ANNOTATION_VOLUME]).toBeUndefined();
-      expect(resolveVolumes(p, ROOT)).toEqual({ volumes: [], errors: [] });
+      const p = pod({ name: `p${n++}`, uid, annotation: undefined, annotations: mirror === undefined ? {} : { [ANNOTATION_MIRROR]: mirror }, volumes });
+      kit.reconciler.upsert(p);
     }), { numRuns: 500 });
+    await kit.reconciler.idle();
+    expect(await kit.gauge('ownerrefs_pods_tracked')).toBe(0);
+    expect(await kit.gauge('ownerrefs_volumes_tracked')).toBe(0);
+    expect(await kit.writes()).toBe(0);
+    expect(kit.events.sent).toEqual([]);
   });
 });

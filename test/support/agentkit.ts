@@ -61,5 +61,5 @@ export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDrive
   open.push(reconciler);
   const counter = async (name: string) =>
     (await metrics.registry.getSingleMetric(name)?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
-  return { root, reconciler, events, lines, log, metrics, writes: () => counter('ownerrefs_file_writes_total') };
+  return { root, reconciler, events, lines, log, metrics, writes: () => counter('ownerrefs_file_writes_total'), gauge: counter };
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KubeApiClient } from '../../../agent/kube/client.ts';
 import { KubeconfigError, KubeCredentials, TOKEN_REREAD_MS } from '../../../agent/kube/kubeconfig.ts';
-import { ConfigError } from '../../../agent/config.ts';
+import { ConfigError } from '../../../agent/common/errors.ts';
 import { generatePki } from '../../controlplane/certs.ts';
 import { tmpDir } from '../../support/tmpdir.ts';
 

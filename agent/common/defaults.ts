@@ -1,0 +1,42 @@
+// Every default value of the agent, in one place: the defaults of `run`'s flags (the
+// README's flag table) and the built-in bounds of the parts those flags tune. Modules
+// take these as option defaults; none keeps a number of its own.
+
+/** --kubelet-root: where the kubelet keeps pods/<uid>/volumes. */
+export const KUBELET_ROOT = '/var/lib/kubelet';
+/** --registration-dir: the kubelet's plugin watcher directory under the default root. */
+export const REGISTRATION_DIR = '/var/lib/kubelet/plugins_registry';
+/** --health-addr. */
+export const HEALTH_ADDR = '0.0.0.0:8080';
+/** --log-level. */
+export const LOG_LEVEL = 'info';
+
+/** --resync-seconds: every volume is verified on disk this often (backstop for missed inotify events). */
+export const RESYNC_MS = 60_000;
+/** --max-bytes: a pod whose files add up to more is refused (TooLarge). */
+export const MAX_BYTES = 256 * 1024;
+/** --concurrency: volumes written in parallel. */
+export const CONCURRENCY = 4;
+/** --ready-down-seconds: /readyz fails once the pod watch has been down this long. */
+export const READY_DOWN_MS = 60_000;
+
+/**
+ * --stall-seconds: a watch that delivered no byte for this long is replaced. The API
+ * server sends a bookmark about once a minute on an idle watch, so 90 s is one missed
+ * bookmark plus margin, not idleness.
+ */
+export const STALL_MS = 90_000;
+/** Server-side watch timeout, drawn per watch from this range so a fleet does not reconnect in step. */
+export const WATCH_TIMEOUT_SECONDS: readonly [number, number] = [300, 600];
+/** Watch retries: client-go's reflector numbers (0.8 s doubling to 30 s), reset after 60 s connected. */
+export const WATCH_BACKOFF = { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_000 } as const;
+
+/** Per-pod retry of a failed sync (a full or read-only volume, say). */
+export const SYNC_RETRY = { initialMs: 500, maxMs: 60_000 } as const;
+/** Warning Events per object and reason: a burst, then one per refill period. */
+export const EVENT_LIMIT = { burst: 3, refillMs: 120_000 } as const;
+/** Log lines about one pod's failures: a burst, then one per refill period. */
+export const FAILURE_LOG_LIMIT = { burst: 3, refillMs: 60_000 } as const;
+
+/** CSI publish: how long to wait for the pod on the watch before one GET of it. */
+export const CSI_POD_WAIT_MS = 5_000;

@@ -1,0 +1,29 @@
+// The grammars pod-controlled and kubelet-supplied names must match before any of them
+// becomes a path, a request or a message, and the one way such text is quoted.
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+// UIDs are opaque strings to Kubernetes; API server UIDs are UUIDs and static-pod UIDs
+// are hashes. We accept one safe path component: no '/', no leading dot.
+const POD_UID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+/** A DNS-1123 label: volume names, namespaces. */
+export function isDns1123Label(s: string): boolean {
+  return DNS1123_LABEL.test(s);
+}
+
+/** A DNS-1123 subdomain: pod names, PersistentVolume names. */
+export function isDns1123Subdomain(s: string): boolean {
+  return DNS1123_SUBDOMAIN.test(s);
+}
+
+/** A pod UID we are willing to use as a path component. */
+export function isValidPodUID(uid: string): boolean {
+  return POD_UID.test(uid);
+}
+
+/** Quote pod-controlled text for messages, bounded so it cannot flood logs or Events. */
+export function describe(s: string, max = 80): string {
+  const shown = s.length > max ? s.slice(0, max) + `…(${s.length} chars)` : s;
+  return JSON.stringify(shown);
+}
