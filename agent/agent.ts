@@ -13,7 +13,8 @@ import { Reflector, type RestartReason } from './kube/reflector.ts';
 import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
 import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
-import { Reconciler, type PodView } from './policy/reconciler.ts';
+import type { PodView } from './policy/podtable.ts';
+import { Reconciler } from './policy/reconciler.ts';
 import { FsVolumeWriter, TEMP_PREFIX } from './volume/writer.ts';
 
 export interface RunningAgent {

@@ -16,7 +16,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { VolumeDirWatcher } from '../agent/volume/dirwatch.ts';
 import { AgentMetrics } from '../agent/monitoring/metrics.ts';
-import { Reconciler, type PodView } from '../agent/policy/reconciler.ts';
+import type { PodView } from '../agent/policy/podtable.ts';
+import { Reconciler } from '../agent/policy/reconciler.ts';
 import { FsVolumeWriter } from '../agent/volume/writer.ts';
 
 // Numbers are sizes; "watch" or "none" runs only that watcher (one per process gives

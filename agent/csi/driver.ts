@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { ProjectionError } from '../common/errors.ts';
 import { F } from '../monitoring/logfields.ts';
-import type { PodView } from '../policy/reconciler.ts';
+import type { PodView } from '../policy/podtable.ts';
 import { CSI_POD_WAIT_MS } from '../common/defaults.ts';
 import { describe, isDns1123Label, isDns1123Subdomain } from '../common/validation.ts';
 import { diskUID, usesCsiDriver } from '../volume/resolve.ts';

@@ -1,45 +1,58 @@
-// PodTable: the reconciler's bookkeeping of opted-in pods, indexed three ways: by API
-// uid, by volume directory (directory events name a directory) and by on-disk pod UID
-// (the CSI driver and static pods name that). It keeps the directory watches and the
-// pods/volumes gauges in step with the indexes, so the reconciler holds policy only.
+// PodTable: the agent's record of each opted-in pod, and the only code that changes one.
+//
+// Indexed three ways: by API uid; by volume directory (directory events name a
+// directory); by on-disk pod UID (the CSI driver and static pods name that). It keeps
+// the directory watches and the pods/volumes gauges in step with the indexes.
+//
+// A volume is up to date when the fingerprint it was last synced with equals the pod's
+// current one and nothing asked for it to be checked on disk (`verify`).
 
 import path from 'node:path';
-import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
-import type { DirWatcher } from '../volume/dirwatch.ts';
 import type { ProjectionError } from '../common/errors.ts';
 import type { InvolvedObject } from '../kube/events.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
-import type { PodVolumesView, ResolvedVolume } from '../volume/resolve.ts';
+import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
+import type { DirWatcher } from '../volume/dirwatch.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 
+/** The parts of a pod object the agent reads. */
 export type PodView = PodMeta & PodVolumesView & {
   metadata?: { name?: string; namespace?: string; uid?: string } | undefined;
 };
 
+/** One tracked pod. Read-only outside this module: PodTable's methods make every change. */
 export interface Tracked {
-  pod: InvolvedObject;
+  readonly pod: InvolvedObject;
   /** What upsert needs of the pod, kept to look at it again when another pod's arrival changes its verdict. */
-  view: PodView;
+  readonly view: PodView;
   /** The pod's directory name under <kubelet>/pods (differs from uid for static pods). */
-  diskUid: string;
-  owners: readonly OwnerReference[];
-  /** The annotation's volumes; `volumes` adds the extra (CSI) targets to them. */
-  annotated: ResolvedVolume[];
-  volumes: ResolvedVolume[];
-  files: ProjectedFile[];
-  /** Identifies `files`; a volume is up to date when its synced fingerprint equals this. */
-  fingerprint: string;
-  synced: Map<string, string>;
+  readonly diskUid: string;
+  readonly owners: readonly OwnerReference[];
+  /** The annotation's volumes; `volumes` adds the published (CSI) targets to them. */
+  readonly annotated: readonly ResolvedVolume[];
+  readonly volumes: readonly ResolvedVolume[];
+  readonly files: readonly ProjectedFile[];
+  /** Identifies `files`. */
+  readonly fingerprint: string;
+  /** Per volume, the fingerprint last synced there. */
+  readonly synced: ReadonlyMap<string, string>;
   /** Volumes whose disk state must be checked even if the fingerprint matches. */
-  verify: Set<string>;
+  readonly verify: ReadonlySet<string>;
   /** Per volume, the stamp of each file as the agent last left it: tells its own writes from the pod's. */
-  stamps: Map<string, Record<string, string>>;
+  readonly stamps: ReadonlyMap<string, Readonly<Record<string, string>>>;
   /** Resolution errors already reported, so status churn does not repeat them. */
-  reported: string;
-  receivedAt: number;
+  readonly reported: string;
+  /** When the current fingerprint was first seen (propagation latency starts here). */
+  readonly receivedAt: number;
   /** Set while the pod's files are refused (TooLarge): a CSI publish fails with it. */
-  refused: ProjectionError | undefined;
+  readonly refused: ProjectionError | undefined;
 }
+
+type Mutable = {
+  -readonly [K in keyof Tracked]: Tracked[K] extends ReadonlyMap<infer A, infer B> ? Map<A, B>
+    : Tracked[K] extends ReadonlySet<infer A> ? Set<A> : Tracked[K];
+};
 
 /** A tracked volume directory: whose it is, under which volume name. */
 export interface DirOwner {
@@ -49,7 +62,7 @@ export interface DirOwner {
 }
 
 export class PodTable {
-  readonly #pods = new Map<string, Tracked>();
+  readonly #pods = new Map<string, Mutable>();
   readonly #byDir = new Map<string, { uid: string; volume: string }>();
   /** On-disk UID -> API uid. */
   readonly #byDisk = new Map<string, string>();
@@ -84,7 +97,7 @@ export class PodTable {
   }
 
   track(uid: string, pod: InvolvedObject, diskUid: string): Tracked {
-    const t: Tracked = {
+    const t: Mutable = {
       pod, view: {}, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), stamps: new Map(),
       reported: '', receivedAt: 0, refused: undefined,
     };
@@ -96,9 +109,10 @@ export class PodTable {
 
   /** Keep the on-disk UID index right when a pod's accepted directory changes. */
   setDisk(uid: string, t: Tracked, disk: string): void {
-    if (t.diskUid === disk) return;
-    if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
-    t.diskUid = disk;
+    const m = this.#own(t);
+    if (m.diskUid === disk) return;
+    if (this.#byDisk.get(m.diskUid) === uid) this.#byDisk.delete(m.diskUid);
+    m.diskUid = disk;
     if (!this.#byDisk.has(disk)) this.#byDisk.set(disk, uid);
   }
 
@@ -106,33 +120,102 @@ export class PodTable {
   untrack(uid: string): boolean {
     const t = this.#pods.get(uid);
     if (!t) return false;
-    this.setVolumes(uid, t, []);
+    this.setVolumes(uid, t, [], []);
     this.#pods.delete(uid);
     if (this.#byDisk.get(t.diskUid) === uid) this.#byDisk.delete(t.diskUid);
     this.#metrics.podsTracked.set(this.#pods.size);
     return true;
   }
 
-  /** Makes `volumes` the pod's, watching new directories and dropping the others. */
-  setVolumes(uid: string, t: Tracked, volumes: ResolvedVolume[]): void {
+  /** The pod as last seen, and whether its files are refused. */
+  setView(t: Tracked, pod: PodView, refused: ProjectionError | undefined): void {
+    const m = this.#own(t);
+    m.view = slim(pod);
+    m.refused = refused;
+  }
+
+  /**
+   * Makes `annotated` plus `published` the pod's volumes, watching new directories and
+   * dropping the others. A new volume is checked on disk at its first sync (heals crashes).
+   */
+  setVolumes(uid: string, t: Tracked, annotated: readonly ResolvedVolume[], published: readonly ResolvedVolume[]): void {
+    const m = this.#own(t);
+    const volumes = [...annotated, ...published];
     const keep = new Set(volumes.map((v) => dirOf(v.target)));
-    for (const v of t.volumes) {
+    for (const v of m.volumes) {
       const dir = dirOf(v.target);
       if (keep.has(dir)) continue;
       this.#byDir.delete(dir);
       this.#dirs.unwatch(dir);
-      t.synced.delete(v.name);
+      m.synced.delete(v.name);
       this.#metrics.volumesTracked.dec();
     }
     for (const v of volumes) {
       const dir = dirOf(v.target);
       if (this.#byDir.has(dir)) continue;
       this.#byDir.set(dir, { uid, volume: v.name });
-      t.verify.add(v.name); // first sync after (re)start always checks disk: heals crashes
+      m.verify.add(v.name);
       this.#dirs.watch(dir);
       this.#metrics.volumesTracked.inc();
     }
-    t.volumes = volumes;
+    m.annotated = annotated;
+    m.volumes = volumes;
+  }
+
+  /** New files for the pod; false (and nothing changes) when they are the ones it has. */
+  setFiles(t: Tracked, files: readonly ProjectedFile[], owners: readonly OwnerReference[], now: number): boolean {
+    const fingerprint = fingerprintOf(files);
+    if (fingerprint === t.fingerprint) return false;
+    const m = this.#own(t);
+    Object.assign(m, { files, owners, fingerprint, receivedAt: now });
+    return true;
+  }
+
+  /** True when some volume has not been synced with the pod's current files. */
+  behind(t: Tracked): boolean {
+    return t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint);
+  }
+
+  /** True when the volume holds the current files and nothing asked to check it on disk. */
+  upToDate(t: Tracked, volume: string): boolean {
+    return t.synced.get(volume) === t.fingerprint && !t.verify.has(volume);
+  }
+
+  /** Ask for the volume (every volume without a name) to be checked on disk at its next sync. */
+  verify(t: Tracked, volume?: string): void {
+    const m = this.#own(t);
+    for (const v of volume === undefined ? m.volumes.map((x) => x.name) : [volume]) m.verify.add(v);
+  }
+
+  /** Whether the volume was to be checked on disk; the request is consumed. */
+  takeVerify(t: Tracked, volume: string): boolean {
+    return this.#own(t).verify.delete(volume);
+  }
+
+  /** A sync of `volume` left `fingerprint`'s files there, with these stamps. */
+  synced(t: Tracked, volume: string, fingerprint: string, stamps: Record<string, string>): void {
+    const m = this.#own(t);
+    m.synced.set(volume, fingerprint);
+    m.stamps.set(volume, stamps);
+  }
+
+  /** A sync failed: what is on disk is unknown, so check it next time. */
+  unknown(t: Tracked, volume: string): void {
+    const m = this.#own(t);
+    m.synced.delete(volume);
+    m.stamps.delete(volume);
+    m.verify.add(volume);
+  }
+
+  /** Records the resolution errors reported; false when they are the ones reported last. */
+  reported(t: Tracked, key: string): boolean {
+    if (key === t.reported) return false;
+    this.#own(t).reported = key;
+    return true;
+  }
+
+  #own(t: Tracked): Mutable {
+    return t as Mutable; // every Tracked is made by track(), as a Mutable
   }
 }
 
@@ -142,4 +225,22 @@ export function dirOf(target: VolumeTarget): string {
 
 export function podKey(t: Tracked): string {
   return `${t.pod.namespace ?? ''}/${t.pod.name}`;
+}
+
+function fingerprintOf(files: readonly ProjectedFile[]): string {
+  return files.map((f) => `${f.path}\0${f.mode}\0${f.bytes.toString('latin1')}`).join('\0\0');
+}
+
+/** The parts of a pod upsert reads; the watch object itself (status and all) is not kept. */
+function slim(pod: PodView): PodView {
+  const a = pod.metadata?.annotations ?? {};
+  const keep = [ANNOTATION_VOLUME, ANNOTATION_MIRROR].filter((k) => a[k] !== undefined);
+  return {
+    metadata: {
+      name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid,
+      annotations: Object.fromEntries(keep.map((k) => [k, a[k]!])),
+      ownerReferences: pod.metadata?.ownerReferences,
+    },
+    spec: { volumes: pod.spec?.volumes },
+  };
 }

@@ -1,6 +1,7 @@
 // Reconciler: the agent's policy. It turns pod events, directory events and node
-// settings into writer calls, and is where projection errors are handled: counted,
-// logged once (rate-limited per pod) and reported as an Event on the pod.
+// settings into volume syncs, and is where projection errors are handled: counted,
+// logged once (rate-limited per pod) and reported as an Event on the pod. The pod
+// table holds the state, VolumeSync does one sync, PublishedTargets the CSI volumes.
 //
 // Cost model: a pod event costs a render and a comparison with what was last synced;
 // disk is touched only when the bytes changed or a directory event / resync asks
@@ -8,12 +9,14 @@
 
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ALL_FILE_NAMES, FILES, ownersOf, project, type ProjectedFile } from '../../projections/index.ts';
+import { ALL_FILE_NAMES, FILES, ownersOf, project } from '../../projections/index.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import type { DirWatchEvents, DirWatcher } from '../volume/dirwatch.ts';
 import { ProjectionError } from '../common/errors.ts';
 import { DiskClaims } from '../volume/diskclaims.ts';
-import { DirLocks, ExtraTargets } from './extratargets.ts';
+import { DirLocks } from '../volume/dirlocks.ts';
+import { PublishedTargets } from './published.ts';
+import { VolumeSync } from './volumesync.ts';
 import type { EventSink, InvolvedObject } from '../kube/events.ts';
 import type { ReflectorHandler } from '../kube/reflector.ts';
 import { F } from '../monitoring/logfields.ts';
@@ -22,12 +25,10 @@ import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
 import { PodTable, dirOf, podKey, type PodView, type Tracked } from './podtable.ts';
 import { FailureReporter } from './reporter.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, diskUID, optedIn, resolveVolumes, usesCsiDriver } from '../volume/resolve.ts';
+import { ANNOTATION_MIRROR, diskUID, optedIn, resolveVolumes, usesCsiDriver } from '../volume/resolve.ts';
 import { describe } from '../common/validation.ts';
 import { CONCURRENCY, MAX_BYTES } from '../common/defaults.ts';
 import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
-
-export type { PodView } from './podtable.ts';
 
 export interface ReconcilerOptions {
   /** Absolute (config.ts resolves it): directory events and the pod table compare paths below it. */
@@ -53,19 +54,25 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   readonly #queue: WorkQueue;
   readonly #dirs: DirWatcher;
   readonly #reporter: FailureReporter;
-  readonly #extra: ExtraTargets;
   readonly #locks = new DirLocks();
+  readonly #sync: VolumeSync;
+  readonly #published: PublishedTargets;
   readonly #claims = new DiskClaims();
   #settings: NodeSettings = DEFAULT_SETTINGS;
 
   constructor(opts: ReconcilerOptions) {
     if (!path.isAbsolute(opts.kubeletRoot)) throw new Error(`kubelet root must be absolute, got ${JSON.stringify(opts.kubeletRoot)}`);
     this.#o = { clock: realClock, maxBytes: MAX_BYTES, ...opts };
-    this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? CONCURRENCY, process: (uid) => this.#process(uid), clock: this.#o.clock });
+    const clock = this.#o.clock;
+    this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? CONCURRENCY, process: (uid) => this.#process(uid), clock });
     this.#dirs = opts.dirs(this);
     this.#pods = new PodTable({ dirs: this.#dirs, metrics: opts.metrics });
-    this.#reporter = new FailureReporter({ log: opts.log, events: opts.events, metrics: opts.metrics, clock: this.#o.clock });
-    this.#extra = new ExtraTargets(this.#o.clock);
+    this.#reporter = new FailureReporter({ log: opts.log, events: opts.events, metrics: opts.metrics, clock });
+    this.#sync = new VolumeSync({ table: this.#pods, writer: opts.writer, locks: this.#locks, metrics: opts.metrics, clock });
+    this.#published = new PublishedTargets({
+      table: this.#pods, sync: this.#sync, writer: opts.writer, locks: this.#locks, clock,
+      removals: () => this.#removals(), report: (t, e) => this.#report(t, e),
+    });
   }
 
   get settings(): NodeSettings {
@@ -125,13 +132,12 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const claimed = diskUID(pod).uid ?? uid;
     const refusal = this.#claims.refusal(uid, claimed);
     const disk = refusal ? uid : claimed;
-    if (!optedIn(pod) && !this.#extra.has(disk) && !usesCsiDriver(pod, this.#o.csiDriver)) {
+    if (!optedIn(pod) && !this.#published.has(disk) && !usesCsiDriver(pod, this.#o.csiDriver)) {
       this.#untrack(uid); // opted out (if it was in): files stay, updates stop
       return;
     }
     const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
     const t = this.#pods.get(uid) ?? this.#pods.track(uid, ref, disk);
-    t.view = slim(pod);
     this.#pods.setDisk(uid, t, disk);
     const { volumes, errors } = refusal
       ? { volumes: [], errors: [new ProjectionError('InvalidMirrorUID',
@@ -139,24 +145,16 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       : resolveVolumes(pod, this.#o.kubeletRoot);
     const files = project(pod, this.#settings);
     const size = files.reduce((n, f) => n + f.bytes.length, 0);
-    if (size > this.#o.maxBytes) {
-      errors.push(new ProjectionError('TooLarge',
-        `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${this.#o.maxBytes}; files are left as they were`));
-    }
+    const tooLarge = size > this.#o.maxBytes ? new ProjectionError('TooLarge',
+      `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${this.#o.maxBytes}; files are left as they were`) : undefined;
+    if (tooLarge) errors.push(tooLarge);
     this.#reportResolution(t, errors);
-    t.annotated = volumes;
-    this.#pods.setVolumes(uid, t, refusal ? [] : [...volumes, ...this.#extra.volumes(disk)]);
-    t.refused = size > this.#o.maxBytes ? errors.at(-1) : undefined;
-    this.#extra.arrived(disk);
-    if (size > this.#o.maxBytes) return;
-    const fingerprint = fingerprintOf(files);
-    if (fingerprint !== t.fingerprint) {
-      t.owners = ownersOf(pod);
-      t.files = files;
-      t.fingerprint = fingerprint;
-      t.receivedAt = this.#o.clock.now();
-    }
-    if (t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint)) this.#queue.add(uid);
+    this.#pods.setView(t, pod, tooLarge);
+    this.#pods.setVolumes(uid, t, volumes, refusal ? [] : this.#published.volumes(disk));
+    this.#published.arrived(disk);
+    if (tooLarge) return;
+    this.#pods.setFiles(t, files, ownersOf(pod), this.#o.clock.now());
+    if (this.#pods.behind(t)) this.#queue.add(uid);
   }
 
   /** Node labels changed. Re-render everything when the set of files changes. */
@@ -164,20 +162,17 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const prev = this.#settings;
     this.#settings = next;
     if (prev.envFile !== next.envFile || prev.dependentsFile !== next.dependentsFile) {
-      for (const [, t] of this.#pods.entries()) {
-        t.files = project({ metadata: { ownerReferences: t.owners } }, next);
-        t.fingerprint = fingerprintOf(t.files);
-        t.receivedAt = this.#o.clock.now();
-      }
+      const now = this.#o.clock.now();
+      for (const [, t] of this.#pods.entries()) this.#pods.setFiles(t, project({ metadata: { ownerReferences: t.owners } }, next), t.owners, now);
     }
     if (prev.paused && !next.paused) this.resyncAll();
-    else for (const [uid, t] of this.#pods.entries()) if (t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint)) this.#queue.add(uid);
+    else for (const [uid, t] of this.#pods.entries()) if (this.#pods.behind(t)) this.#queue.add(uid);
   }
 
   /** Verify every tracked volume on disk (periodic backstop for missed inotify events). */
   resyncAll(): void {
     for (const [uid, t] of this.#pods.entries()) {
-      for (const v of t.volumes) t.verify.add(v.name);
+      this.#pods.verify(t);
       this.#queue.add(uid);
     }
   }
@@ -210,66 +205,27 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   async close(): Promise<void> {
-    this.#extra.close();
+    this.#published.close();
     await this.#queue.drain();
     await this.#dirs.close();
   }
 
-  // CSI (agent/csi/): targets the kubelet publishes, keyed by on-disk pod UID.
+  // CSI (agent/csi/ through PodTargets): see published.ts.
 
-  /** Resolves true once a pod with this on-disk UID is tracked (at once if it is), false after `ms`. */
   waitForPod(diskUid: string, ms: number): Promise<boolean> {
-    return this.#pods.onDisk(diskUid) ? Promise.resolve(true) : this.#extra.wait(diskUid, ms);
+    return this.#published.waitForPod(diskUid, ms);
   }
 
-  /**
-   * Writes the pod's files into `target`, creating its last directory, and keeps them
-   * current from then on. Resolves once they are on disk; false if no such pod is tracked.
-   * Writes even while the node is paused: a new volume has no files to leave as they are.
-   */
-  async publish(diskUid: string, volume: string, target: VolumeTarget): Promise<boolean> {
-    const found = this.#pods.onDisk(diskUid);
-    if (!found) return false;
-    const { uid, t } = found;
-    if (t.refused) throw t.refused.withContext({ pod: podKey(t), volume });
-    const { files, fingerprint } = t;
-    let stamps: Record<string, string>;
-    try {
-      const r = await this.#locks.run(dirOf(target), () => this.#o.writer.sync(target, files, this.#removals(), { createTarget: true }));
-      this.#o.metrics.fileWrites.inc(r.written.length);
-      this.#o.metrics.fileUnchanged.inc(r.unchanged.length);
-      stamps = r.stamps;
-    } catch (err) {
-      const e = err instanceof ProjectionError ? err : new ProjectionError('WriteFailed', String(err), {}, err);
-      this.#report(t, e.withContext({ pod: podKey(t), volume }));
-      throw e;
-    }
-    this.adopt(diskUid, volume, target);
-    const now = this.#pods.get(uid);
-    if (now) {
-      now.synced.set(volume, fingerprint);
-      now.stamps.set(volume, stamps);
-      if (now.fingerprint !== fingerprint) this.#queue.add(uid); // the pod changed during the write
-    }
-    return true;
+  publish(diskUid: string, volume: string, target: VolumeTarget): Promise<boolean> {
+    return this.#published.publish(diskUid, volume, target);
   }
 
-  /** Keep `target` current without writing now (a target found published after a restart). */
   adopt(diskUid: string, volume: string, target: VolumeTarget): void {
-    this.#extra.set(diskUid, volume, target);
-    this.#refreshExtra(diskUid);
+    this.#published.adopt(diskUid, volume, target);
   }
 
-  /** Stops updating `target`, then removes the files the agent wrote there and the directory. */
-  async unpublish(diskUid: string, volume: string, target: VolumeTarget): Promise<string[]> {
-    this.#extra.delete(diskUid, volume);
-    this.#refreshExtra(diskUid);
-    return (await this.#locks.run(dirOf(target), () => this.#o.writer.clear(target, ALL_FILE_NAMES))).removed;
-  }
-
-  #refreshExtra(diskUid: string): void {
-    const found = this.#pods.onDisk(diskUid);
-    if (found) this.#pods.setVolumes(found.uid, found.t, [...found.t.annotated, ...this.#extra.volumes(diskUid)]);
+  unpublish(diskUid: string, volume: string, target: VolumeTarget): Promise<string[]> {
+    return this.#published.unpublish(diskUid, volume, target);
   }
 
   #removals(): string[] {
@@ -282,7 +238,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   #verify(dir: string): void {
     const at = this.#pods.atDir(dir);
     if (!at) return;
-    at.t.verify.add(at.volume);
+    this.#pods.verify(at.t, at.volume);
     this.#queue.add(at.uid);
   }
 
@@ -300,32 +256,20 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const remove = this.#removals();
     let failed = false;
     for (const v of t.volumes) {
-      const { fingerprint, files } = t;
-      if (t.synced.get(v.name) === fingerprint && !t.verify.has(v.name)) continue;
-      const dir = dirOf(v.target);
-      if (this.#pods.atDir(dir)?.uid !== uid) continue; // dropped (say, unpublished) since the loop began
+      if (this.#pods.upToDate(t, v.name)) continue;
+      if (this.#pods.atDir(dirOf(v.target))?.uid !== uid) continue; // dropped (say, unpublished) since the loop began
       // Check the disk first only when asked (start, resync, dir events, after a failure);
       // otherwise the fingerprint changed, so the bytes on disk are known to differ.
-      const verify = t.verify.delete(v.name);
+      const verify = this.#pods.takeVerify(t, v.name);
       try {
-        const r = await this.#locks.run(dir, () => this.#o.writer.sync(v.target, files, remove, { verify }));
+        const r = await this.#sync.run(uid, t, v, { verify, remove });
         if (this.#pods.get(uid) !== t) return; // deleted meanwhile
-        t.synced.set(v.name, fingerprint);
-        t.stamps.set(v.name, r.stamps);
-        this.#o.metrics.fileWrites.inc(r.written.length);
-        this.#o.metrics.fileUnchanged.inc(r.unchanged.length);
-        this.#o.metrics.lastSync.set(this.#o.clock.now() / 1000);
         if (r.written.length > 0) {
-          if (fingerprint === t.fingerprint) this.#o.metrics.latency.observe((this.#o.clock.now() - t.receivedAt) / 1000);
+          if (r.fingerprint === t.fingerprint) this.#o.metrics.latency.observe((this.#o.clock.now() - t.receivedAt) / 1000);
           this.#o.log.debug({ [F.pod]: podKey(t), [F.volume]: v.name, [F.written]: r.written, [F.removed]: r.removed }, 'projected');
         }
       } catch (err) {
-        const e = err instanceof ProjectionError
-          ? err.withContext({ pod: podKey(t), volume: v.name })
-          : new ProjectionError('WriteFailed', String(err), { pod: podKey(t), volume: v.name }, err);
-        t.synced.delete(v.name);
-        t.stamps.delete(v.name);
-        t.verify.add(v.name); // whatever is on disk now is unknown
+        const e = err as ProjectionError; // VolumeSync throws ProjectionErrors only
         // Not there yet (or torn down): the directory watch brings us back. Not misuse.
         if (e.reason === 'VolumeNotFound') continue;
         failed = true;
@@ -337,31 +281,11 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   #reportResolution(t: Tracked, errors: ProjectionError[]): void {
-    const key = errors.map((e) => e.reason + e.message).join('\n');
-    if (key === t.reported) return;
-    t.reported = key;
+    if (!this.#pods.reported(t, errors.map((e) => e.reason + e.message).join('\n'))) return;
     for (const e of errors) this.#report(t, e.withContext({ pod: podKey(t) }));
   }
 
   #report(t: Tracked, e: ProjectionError): void {
     this.#reporter.report(t.pod, e);
   }
-}
-
-function fingerprintOf(files: readonly ProjectedFile[]): string {
-  return files.map((f) => `${f.path}\0${f.mode}\0${f.bytes.toString('latin1')}`).join('\0\0');
-}
-
-/** The parts of a pod upsert reads; the watch object itself (status and all) is not kept. */
-function slim(pod: PodView): PodView {
-  const a = pod.metadata?.annotations ?? {};
-  const keep = [ANNOTATION_VOLUME, ANNOTATION_MIRROR].filter((k) => a[k] !== undefined);
-  return {
-    metadata: {
-      name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid,
-      annotations: Object.fromEntries(keep.map((k) => [k, a[k]!])),
-      ownerReferences: pod.metadata?.ownerReferences,
-    },
-    spec: { volumes: pod.spec?.volumes },
-  };
 }

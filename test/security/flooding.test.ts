@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../agent/common/clock.ts';
 import type { ApiClient } from '../../agent/kube/client.ts';
 import { ApiEventSink } from '../../agent/kube/events.ts';
-import type { PodView } from '../../agent/policy/reconciler.ts';
+import type { PodView } from '../../agent/policy/podtable.ts';
 import { TEMP_PREFIX } from '../../agent/volume/writer.ts';
 import { FILES, project } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';

@@ -1,7 +1,7 @@
 // Shared fixture builders for unit tests.
 
 import type { OwnerReference } from '../../projections/index.ts';
-import type { PodView } from '../../agent/policy/reconciler.ts';
+import type { PodView } from '../../agent/policy/podtable.ts';
 
 export function owner(over: Partial<OwnerReference> = {}): OwnerReference {
   return {

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startCsi, type RunningCsi } from '../../../agent/csi/index.ts';
 import { ApiError } from '../../../agent/kube/client.ts';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
-import type { PodView } from '../../../agent/policy/reconciler.ts';
+import type { PodView } from '../../../agent/policy/podtable.ts';
 import { ALL_FILE_NAMES, FILES, project } from '../../../projections/index.ts';
 import { agentKit } from '../../support/agentkit.ts';
 import { csiClient, DRIVER, kubeletPrepare } from '../../support/csi.ts';

@@ -25,7 +25,7 @@ describe('PodTable', () => {
   it('finds a pod by uid, by volume directory and by on-disk UID, and watches each directory once', () => {
     const { t, watched, gauges } = table();
     const a = t.track('a', pod('a'), 'disk-a');
-    t.setVolumes('a', a, [vol('disk-a', 'v1'), vol('disk-a', 'v2')]);
+    t.setVolumes('a', a, [vol('disk-a', 'v1'), vol('disk-a', 'v2')], []);
     expect(t.get('a')).toBe(a);
     expect(t.atDir(dirOf(vol('disk-a', 'v2').target))).toMatchObject({ uid: 'a', volume: 'v2', t: a });
     expect(t.onDisk('disk-a')).toEqual({ uid: 'a', t: a });
@@ -37,9 +37,10 @@ describe('PodTable', () => {
   it('drops what a pod no longer has: its dropped volumes, then everything on untrack', () => {
     const { t, watched, gauges } = table();
     const a = t.track('a', pod('a'), 'disk-a');
-    t.setVolumes('a', a, [vol('disk-a', 'v1'), vol('disk-a', 'v2')]);
-    a.synced.set('v1', 'fp').set('v2', 'fp');
-    t.setVolumes('a', a, [vol('disk-a', 'v2')]);
+    t.setVolumes('a', a, [vol('disk-a', 'v1'), vol('disk-a', 'v2')], []);
+    t.synced(a, 'v1', 'fp', {});
+    t.synced(a, 'v2', 'fp', {});
+    t.setVolumes('a', a, [vol('disk-a', 'v2')], []);
     expect(t.atDir(dirOf(vol('disk-a', 'v1').target))).toBeUndefined();
     expect([...a.synced.keys()]).toEqual(['v2']);
     expect(gauges.volumes).toBe(1);

@@ -1,0 +1,132 @@
+// Targets that do not come from a pod's annotation: CSI volumes the kubelet publishes
+// (agent/csi/ speaks the protocol; this is what a publish means for the pod table).
+//
+// Keys are on-disk pod UIDs (the directory name under <kubelet>/pods): that is what a
+// CSI target path and the kubelet's volume context carry, and for a static pod it is
+// not the mirror pod's metadata.uid.
+//
+// Lifecycle of one target:
+//   publish   the pod must be tracked (waitForPod first): the target joins the pod's
+//             volumes, its files are written before the answer (the last directory is
+//             created), and from then on it is kept current like any volume. A failed
+//             write takes it out again, so the kubelet's retry starts clean.
+//   adopt     a target found published after a restart: kept current, not written now.
+//   unpublish the target leaves the pod's volumes first (no sync can start on it), then
+//             the agent's files and the directory are removed under the directory's lock
+//             (a sync in flight finishes first).
+
+import type { Clock } from '../common/clock.ts';
+import type { ProjectionError } from '../common/errors.ts';
+import { ALL_FILE_NAMES } from '../../projections/index.ts';
+import type { DirLocks } from '../volume/dirlocks.ts';
+import type { ResolvedVolume } from '../volume/resolve.ts';
+import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
+import { dirOf, podKey, type PodTable, type Tracked } from './podtable.ts';
+import type { VolumeSync } from './volumesync.ts';
+
+export interface PublishedDeps {
+  table: PodTable;
+  sync: VolumeSync;
+  writer: VolumeWriter;
+  locks: DirLocks;
+  clock: Clock;
+  /** Files to delete rather than write (node labels turned them off). */
+  removals(): string[];
+  /** A failed publish, reported on the pod like any projection failure. */
+  report(t: Tracked, e: ProjectionError): void;
+}
+
+export class PublishedTargets {
+  readonly #d: PublishedDeps;
+  /** On-disk pod UID -> volume name -> target. */
+  readonly #targets = new Map<string, Map<string, VolumeTarget>>();
+  readonly #waiters = new Map<string, Set<(arrived: boolean) => void>>();
+
+  constructor(deps: PublishedDeps) {
+    this.#d = deps;
+  }
+
+  /** True when some target of this pod directory is published: the pod is tracked without the annotation. */
+  has(diskUid: string): boolean {
+    return this.#targets.has(diskUid);
+  }
+
+  volumes(diskUid: string): ResolvedVolume[] {
+    return [...this.#targets.get(diskUid) ?? []].map(([name, target]) => ({ name, target }));
+  }
+
+  /** Resolves true once a pod with this on-disk UID is tracked (at once if it is), false after `ms`. */
+  waitForPod(diskUid: string, ms: number): Promise<boolean> {
+    if (this.#d.table.onDisk(diskUid)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      let set = this.#waiters.get(diskUid);
+      if (!set) this.#waiters.set(diskUid, (set = new Set()));
+      const done = (arrived: boolean) => {
+        cancel();
+        set.delete(done);
+        if (set.size === 0 && this.#waiters.get(diskUid) === set) this.#waiters.delete(diskUid);
+        resolve(arrived);
+      };
+      set.add(done);
+      const cancel = this.#d.clock.setTimer(() => done(false), ms);
+    });
+  }
+
+  /** The reconciler tracked a pod with this on-disk UID. */
+  arrived(diskUid: string): void {
+    for (const done of [...this.#waiters.get(diskUid) ?? []]) done(true);
+  }
+
+  /**
+   * Writes the pod's files into `target` and keeps them current from then on. Resolves
+   * once they are on disk; false if no such pod is tracked. Writes even while the node is
+   * paused: a new volume has no files to leave as they are.
+   */
+  async publish(diskUid: string, volume: string, target: VolumeTarget): Promise<boolean> {
+    const found = this.#d.table.onDisk(diskUid);
+    if (!found) return false;
+    const { uid, t } = found;
+    if (t.refused) throw t.refused.withContext({ pod: podKey(t), volume });
+    const republish = this.#targets.get(diskUid)?.has(volume) ?? false;
+    this.adopt(diskUid, volume, target);
+    try {
+      await this.#d.sync.run(uid, t, { name: volume, target }, { verify: true, remove: this.#d.removals(), createTarget: true });
+    } catch (err) {
+      if (!republish) this.#forget(diskUid, volume); // a target published before stays kept
+      this.#d.report(t, err as ProjectionError); // VolumeSync throws ProjectionErrors only
+      throw err;
+    }
+    return true;
+  }
+
+  /** Keep `target` current without writing now (a target found published after a restart). */
+  adopt(diskUid: string, volume: string, target: VolumeTarget): void {
+    let m = this.#targets.get(diskUid);
+    if (!m) this.#targets.set(diskUid, (m = new Map()));
+    m.set(volume, target);
+    this.#refresh(diskUid);
+  }
+
+  /** Stops updating `target`, then removes the files the agent wrote there and the directory. */
+  async unpublish(diskUid: string, volume: string, target: VolumeTarget): Promise<string[]> {
+    this.#forget(diskUid, volume);
+    return (await this.#d.locks.run(dirOf(target), () => this.#d.writer.clear(target, ALL_FILE_NAMES))).removed;
+  }
+
+  /** Shutting down: nobody should keep waiting. */
+  close(): void {
+    for (const set of [...this.#waiters.values()]) for (const done of [...set]) done(false);
+  }
+
+  #forget(diskUid: string, volume: string): void {
+    const m = this.#targets.get(diskUid);
+    m?.delete(volume);
+    if (m?.size === 0) this.#targets.delete(diskUid);
+    this.#refresh(diskUid);
+  }
+
+  #refresh(diskUid: string): void {
+    const found = this.#d.table.onDisk(diskUid);
+    if (found) this.#d.table.setVolumes(found.uid, found.t, found.t.annotated, this.volumes(diskUid));
+  }
+}
