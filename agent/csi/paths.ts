@@ -6,7 +6,8 @@
 
 import path from 'node:path';
 import { describe, isDns1123Subdomain, isValidPodUID } from '../common/validation.ts';
-import { isSafeComponent, type VolumeTarget } from '../volume/writer.ts';
+import { isSafeComponent } from '../volume/dirfd.ts';
+import type { VolumeTarget } from '../volume/writer.ts';
 
 /** The kubelet's directory for CSI volumes inside a pod's volumes directory. */
 export const CSI_PLUGIN_DIR = 'kubernetes.io~csi';

@@ -31,7 +31,8 @@
  * Temporary names are fixed per file, so a crash leaves at most one per file and
  * the next sync removes it without listing a directory the pod can fill.
  *
- * Every call goes through fsops.ts: on a memory-backed volume (tmpfs) the synchronous
+ * The walk of step 1 (and 1a, 10, 12) and the errno-to-ProjectionError mapping live in
+ * dirfd.ts; every call goes through fsops.ts: on a memory-backed volume (tmpfs) the synchronous
  * calls, which cannot block on a device and cost a fifth of the CPU; on a disk-backed one
  * fs/promises, so a hung disk stalls a pool thread, never the agent.
  *
@@ -77,7 +78,8 @@
 import { constants as C, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { ProjectedFile } from '../../projections/index.ts';
-import { errnoOf, ProjectionError, type FailureReason } from '../common/errors.ts';
+import { errnoOf, ProjectionError } from '../common/errors.ts';
+import { absentAsNull, dirError, ioError, isSafeComponent, lstatOrNull, openDirectory, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
 import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
 
 /** Where to write: a trusted absolute root plus components that must each be a real directory. */
@@ -122,18 +124,10 @@ function stamp(st: Stats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.mode}:${st.uid}`;
 }
 
-const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
 const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
 const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
-/** A CSI target directory: readable by any uid in the pod, writable by the agent only. */
-const TARGET_DIR_MODE = 0o755;
-
 export const TEMP_PREFIX = '.ownerrefs-tmp.';
 
-/** A single path component we are willing to resolve: no separators, no dot names. */
-export function isSafeComponent(c: string): boolean {
-  return c.length > 0 && c.length <= 255 && c !== '.' && c !== '..' && !c.includes('/') && !c.includes('\0');
-}
 
 export class FsVolumeWriter implements VolumeWriter {
   readonly #uid: number;
@@ -270,52 +264,6 @@ export class FsVolumeWriter implements VolumeWriter {
   }
 }
 
-/** Steps 1 and 1a (`createLast`); step 10 too. */
-async function openDirectory(ops: FsOps, target: VolumeTarget, createLast = false): Promise<FileOps> {
-  let dir: FileOps;
-  try {
-    dir = await ops.open(target.root, C.O_RDONLY | C.O_DIRECTORY); // the root is trusted configuration
-  } catch (err) {
-    throw dirError(err, target.root);
-  }
-  for (const [i, c] of target.components.entries()) {
-    if (!isSafeComponent(c)) {
-      await dir.close();
-      throw new ProjectionError('UnsafePath', `refusing path component ${JSON.stringify(c)}`);
-    }
-    try {
-      const at = `/proc/self/fd/${dir.fd}/${c}`;
-      // EEXIST: whatever is there is opened below like any component (a symlink fails ELOOP).
-      if (createLast && i === target.components.length - 1) await ops.mkdir(at, TARGET_DIR_MODE).catch(unlessExists);
-      const next = await ops.open(at, DIR_FLAGS);
-      await dir.close();
-      dir = next;
-    } catch (err) {
-      await dir.close();
-      throw dirError(err, c);
-    }
-  }
-  return dir;
-}
-
-function unlessExists(err: unknown): void {
-  if (errnoOf(err) !== 'EEXIST') throw err;
-}
-
-/** Steps 10 and 12: a directory already gone is nothing to remove. */
-function absentAsNull(err: unknown): null {
-  if (err instanceof ProjectionError && err.reason === 'VolumeNotFound') return null;
-  throw err;
-}
-
-function dirError(err: unknown, component: string): ProjectionError {
-  const code = errnoOf(err);
-  if (code === 'ENOENT') return new ProjectionError('VolumeNotFound', `volume directory not present (${component} missing)`, {}, err);
-  if (code === 'ELOOP' || code === 'ENOTDIR') {
-    return new ProjectionError('UnsafePath', `${component} is a symlink or not a directory; refusing to follow it`, {}, err);
-  }
-  return new ProjectionError('WriteFailed', `cannot open ${component}: ${code ?? String(err)}`, {}, err);
-}
 
 /** Steps 4-7; returns the stamp of the file renamed into place. */
 async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedFile, clearLeftover: boolean): Promise<string> {
@@ -352,33 +300,4 @@ async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedF
     throw ioError(err, f.path, 'writing');
   }
   return written;
-}
-
-async function lstatOrNull(ops: FsOps, path: string, name: string): Promise<Stats | null> {
-  try {
-    return await ops.lstat(path);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return null;
-    throw ioError(err, name, 'inspecting');
-  }
-}
-
-async function unlinkIfPresent(ops: FsOps, path: string, name: string): Promise<void> {
-  try {
-    await ops.unlink(path);
-  } catch (err) {
-    const code = errnoOf(err);
-    if (code === 'ENOENT') return;
-    if (code === 'EISDIR' || code === 'EPERM') {
-      throw new ProjectionError('NameTaken', `${name}: a directory occupies a name the agent uses`, { file: name }, err);
-    }
-    throw ioError(err, name, 'removing');
-  }
-}
-
-function ioError(err: unknown, file: string, doing: string): ProjectionError {
-  const code = errnoOf(err);
-  // The directory vanished under us (kubelet tore the volume down): not a write failure.
-  const reason: FailureReason = code === 'ENOENT' ? 'VolumeNotFound' : 'WriteFailed';
-  return new ProjectionError(reason, `${doing} ${file} failed: ${code ?? String(err)}`, { file }, err);
 }

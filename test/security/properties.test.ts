@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProjectionError, type FailureReason } from '../../agent/common/errors.ts';
 import { ANNOTATION_MIRROR, EMPTY_DIR_PLUGIN, MAX_VOLUMES_PER_POD, resolveVolumes } from '../../agent/volume/resolve.ts';
-import { isSafeComponent } from '../../agent/volume/writer.ts';
+import { isSafeComponent } from '../../agent/volume/dirfd.ts';
 import { FILES, project, type OwnerReference } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { pod } from '../support/fixtures.ts';

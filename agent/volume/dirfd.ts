@@ -1,0 +1,92 @@
+// The writer's descriptor-relative steps (agent/volume/writer.ts numbers them), and how
+// a system error becomes a ProjectionError. Every path here is either the trusted root or
+// /proc/self/fd/N/<one safe component>: nothing is ever resolved through the volume by name.
+
+import { constants as C, type Stats } from 'node:fs';
+import { errnoOf, ProjectionError, type FailureReason } from '../common/errors.ts';
+import type { FileOps, FsOps } from './fsops.ts';
+
+const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
+/** A CSI target directory: readable by any uid in the pod, writable by the agent only. */
+export const TARGET_DIR_MODE = 0o755;
+
+/** A single path component we are willing to resolve: no separators, no dot names. */
+export function isSafeComponent(c: string): boolean {
+  return c.length > 0 && c.length <= 255 && c !== '.' && c !== '..' && !c.includes('/') && !c.includes('\0');
+}
+
+/** Steps 1 and 1a (`createLast`); step 10 too. */
+export async function openDirectory(ops: FsOps, target: { root: string; components: readonly string[] }, createLast = false): Promise<FileOps> {
+  let dir: FileOps;
+  try {
+    dir = await ops.open(target.root, C.O_RDONLY | C.O_DIRECTORY); // the root is trusted configuration
+  } catch (err) {
+    throw dirError(err, target.root);
+  }
+  for (const [i, c] of target.components.entries()) {
+    if (!isSafeComponent(c)) {
+      await dir.close();
+      throw new ProjectionError('UnsafePath', `refusing path component ${JSON.stringify(c)}`);
+    }
+    try {
+      const at = `/proc/self/fd/${dir.fd}/${c}`;
+      // EEXIST: whatever is there is opened below like any component (a symlink fails ELOOP).
+      if (createLast && i === target.components.length - 1) await ops.mkdir(at, TARGET_DIR_MODE).catch(unlessExists);
+      const next = await ops.open(at, DIR_FLAGS);
+      await dir.close();
+      dir = next;
+    } catch (err) {
+      await dir.close();
+      throw dirError(err, c);
+    }
+  }
+  return dir;
+}
+
+function unlessExists(err: unknown): void {
+  if (errnoOf(err) !== 'EEXIST') throw err;
+}
+
+/** Steps 10 and 12: a directory already gone is nothing to remove. */
+export function absentAsNull(err: unknown): null {
+  if (err instanceof ProjectionError && err.reason === 'VolumeNotFound') return null;
+  throw err;
+}
+
+export function dirError(err: unknown, component: string): ProjectionError {
+  const code = errnoOf(err);
+  if (code === 'ENOENT') return new ProjectionError('VolumeNotFound', `volume directory not present (${component} missing)`, {}, err);
+  if (code === 'ELOOP' || code === 'ENOTDIR') {
+    return new ProjectionError('UnsafePath', `${component} is a symlink or not a directory; refusing to follow it`, {}, err);
+  }
+  return new ProjectionError('WriteFailed', `cannot open ${component}: ${code ?? String(err)}`, {}, err);
+}
+
+export async function lstatOrNull(ops: FsOps, path: string, name: string): Promise<Stats | null> {
+  try {
+    return await ops.lstat(path);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(err, name, 'inspecting');
+  }
+}
+
+export async function unlinkIfPresent(ops: FsOps, path: string, name: string): Promise<void> {
+  try {
+    await ops.unlink(path);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT') return;
+    if (code === 'EISDIR' || code === 'EPERM') {
+      throw new ProjectionError('NameTaken', `${name}: a directory occupies a name the agent uses`, { file: name }, err);
+    }
+    throw ioError(err, name, 'removing');
+  }
+}
+
+export function ioError(err: unknown, file: string, doing: string): ProjectionError {
+  const code = errnoOf(err);
+  // The directory vanished under us (kubelet tore the volume down): not a write failure.
+  const reason: FailureReason = code === 'ENOENT' ? 'VolumeNotFound' : 'WriteFailed';
+  return new ProjectionError(reason, `${doing} ${file} failed: ${code ?? String(err)}`, { file }, err);
+}
