@@ -4,8 +4,8 @@
 // on disk: that is the whole point of CSI mode (no start-up race).
 //
 // This module is protocol logic only (requests in, responses or CsiError out); the
-// gRPC plumbing is server.ts. Requests are objects as @grpc/proto-loader decodes
-// them (camelCase fields, defaults filled in).
+// gRPC plumbing is server.ts, the message types messages.ts. Requests are taken as
+// Partial: the loader fills defaults in, but nothing here relies on it.
 
 import type { Logger } from 'pino';
 import { ProjectionError } from '../common/errors.ts';
@@ -15,6 +15,7 @@ import { CSI_POD_WAIT_MS } from '../common/defaults.ts';
 import { describe, isDns1123Label, isDns1123Subdomain } from '../common/validation.ts';
 import { diskUID, usesCsiDriver } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
+import type * as M from './messages.ts';
 import { parseTargetPath } from './paths.ts';
 
 export const DRIVER_NAME = 'ownerrefs.dev';
@@ -71,19 +72,6 @@ export interface NodeDriverOptions {
   vendorVersion?: string;
 }
 
-interface PublishRequest {
-  volumeId?: string;
-  targetPath?: string;
-  volumeCapability?: { block?: object | null; mount?: object | null } | null;
-  readonly?: boolean;
-  volumeContext?: Record<string, string>;
-}
-
-interface UnpublishRequest {
-  volumeId?: string;
-  targetPath?: string;
-}
-
 
 export class NodeDriver {
   readonly #o: NodeDriverOptions;
@@ -95,29 +83,29 @@ export class NodeDriver {
     this.#published = new Map(opts.published ?? []);
   }
 
-  getPluginInfo(): object {
+  getPluginInfo(): M.GetPluginInfoResponse {
     return { name: DRIVER_NAME, vendorVersion: this.#o.vendorVersion ?? 'unknown' };
   }
 
   /** No controller service, no topology: a node-only driver. */
-  getPluginCapabilities(): object {
+  getPluginCapabilities(): M.GetPluginCapabilitiesResponse {
     return { capabilities: [] };
   }
 
-  probe(): object {
+  probe(): M.ProbeResponse {
     return { ready: { value: this.#o.ready() } };
   }
 
   /** Nothing to stage, no stats, no expansion. */
-  nodeGetCapabilities(): object {
+  nodeGetCapabilities(): M.NodeGetCapabilitiesResponse {
     return { capabilities: [] };
   }
 
-  nodeGetInfo(): object {
+  nodeGetInfo(): M.NodeGetInfoResponse {
     return { nodeId: this.#o.nodeName, maxVolumesPerNode: 0 };
   }
 
-  async nodePublishVolume(req: PublishRequest): Promise<object> {
+  async nodePublishVolume(req: Partial<M.NodePublishVolumeRequest>): Promise<M.NodePublishVolumeResponse> {
     const volumeId = req.volumeId ?? '';
     const targetPath = req.targetPath ?? '';
     if (!volumeId) throw invalid('volume_id is required');
@@ -165,7 +153,7 @@ export class NodeDriver {
     return {};
   }
 
-  async nodeUnpublishVolume(req: UnpublishRequest): Promise<object> {
+  async nodeUnpublishVolume(req: Partial<M.NodeUnpublishVolumeRequest>): Promise<M.NodeUnpublishVolumeResponse> {
     const volumeId = req.volumeId ?? '';
     const targetPath = req.targetPath ?? '';
     if (!volumeId) throw invalid('volume_id is required');

@@ -16,6 +16,7 @@ import { F } from '../monitoring/logfields.ts';
 import { DRIVER_NAME, NodeDriver, type FetchedPod, type PodTargets } from './driver.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import { findPublished } from './restore.ts';
+import type { IdentityHandlers, NodeHandlers, RegistrationHandlers } from './messages.ts';
 import { loadServices, serveUnix, type UnixServer } from './server.ts';
 
 export { DRIVER_NAME } from './driver.ts';
@@ -71,32 +72,32 @@ export async function startCsi(o: CsiOptions): Promise<RunningCsi> {
     vendorVersion: packageVersion(),
     ...(o.podWaitMs !== undefined ? { podWaitMs: o.podWaitMs } : {}),
   });
+  const identity: IdentityHandlers = {
+    GetPluginInfo: () => driver.getPluginInfo(),
+    GetPluginCapabilities: () => driver.getPluginCapabilities(),
+    Probe: () => driver.probe(),
+  };
+  const node: NodeHandlers = {
+    NodePublishVolume: (req) => driver.nodePublishVolume(req),
+    NodeUnpublishVolume: (req) => driver.nodeUnpublishVolume(req),
+    NodeGetCapabilities: () => driver.nodeGetCapabilities(),
+    NodeGetInfo: () => driver.nodeGetInfo(),
+  };
+  const registration: RegistrationHandlers = {
+    GetInfo: () => ({ type: 'CSIPlugin', name: DRIVER_NAME, endpoint: o.socket, supportedVersions: SUPPORTED_VERSIONS }),
+    NotifyRegistrationStatus: (req) => {
+      if (req.pluginRegistered) o.log.info({ driver: DRIVER_NAME }, 'registered with the kubelet');
+      else o.log.error({ driver: DRIVER_NAME, [F.err]: req.error }, 'the kubelet refused the registration');
+      return {};
+    },
+  };
   const defs = loadServices();
   const servers: UnixServer[] = [];
   try {
-    servers.push(await serveUnix(o.socket, [
-      [defs.identity, {
-        GetPluginInfo: () => driver.getPluginInfo(),
-        GetPluginCapabilities: () => driver.getPluginCapabilities(),
-        Probe: () => driver.probe(),
-      }],
-      [defs.node, {
-        NodePublishVolume: (req: never) => driver.nodePublishVolume(req),
-        NodeUnpublishVolume: (req: never) => driver.nodeUnpublishVolume(req),
-        NodeGetCapabilities: () => driver.nodeGetCapabilities(),
-        NodeGetInfo: () => driver.nodeGetInfo(),
-      }],
-    ], observe));
+    servers.push(await serveUnix(o.socket, [[defs.identity, identity], [defs.node, node]], observe));
     if (o.registrationDir) {
       // Registered last: the kubelet may call the CSI socket as soon as it sees this one.
-      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, {
-        GetInfo: () => ({ type: 'CSIPlugin', name: DRIVER_NAME, endpoint: o.socket, supportedVersions: SUPPORTED_VERSIONS }),
-        NotifyRegistrationStatus: (req: { pluginRegistered?: boolean; error?: string }) => {
-          if (req.pluginRegistered) o.log.info({ driver: DRIVER_NAME }, 'registered with the kubelet');
-          else o.log.error({ driver: DRIVER_NAME, [F.err]: req.error }, 'the kubelet refused the registration');
-          return {};
-        },
-      }]], observe));
+      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, registration]], observe));
     }
   } catch (err) {
     for (const s of servers) await s.stop();

@@ -38,8 +38,12 @@ export function loadServices(): Services {
   };
 }
 
-/** A unary method: request object in, response object (or a thrown error) out. */
-export type Handler = (request: never) => object | Promise<object>;
+/**
+ * One service's handlers, by rpc name: request object in, response object (or a thrown
+ * error) out. messages.ts types each service's map; here only the shape matters.
+ */
+export type Handlers = object;
+type Handler = (request: unknown) => object | Promise<object>;
 
 /** Counts each call by method and gRPC status code name. */
 export type CallObserver = (method: string, code: string) => void;
@@ -52,7 +56,7 @@ export interface UnixServer {
 
 export async function serveUnix(
   socket: string,
-  services: [grpc.ServiceDefinition, Record<string, Handler>][],
+  services: [grpc.ServiceDefinition, Handlers][],
   observe: CallObserver = () => {},
 ): Promise<UnixServer> {
   await prepareSocket(socket);
@@ -60,7 +64,7 @@ export async function serveUnix(
   for (const [def, handlers] of services) {
     const impl: grpc.UntypedServiceImplementation = {};
     for (const method of Object.keys(def)) {
-      const fn = handlers[method];
+      const fn = (handlers as Record<string, Handler | undefined>)[method];
       if (fn) impl[method] = unary(method, fn, observe);
     }
     server.addService(def, impl);
@@ -91,7 +95,7 @@ export async function serveUnix(
 function unary(method: string, fn: Handler, observe: CallObserver): grpc.handleUnaryCall<unknown, object> {
   return (call, callback) => {
     Promise.resolve()
-      .then(() => fn(call.request as never))
+      .then(() => fn(call.request))
       .then((res) => {
         observe(method, 'OK');
         callback(null, res);
