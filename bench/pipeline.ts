@@ -6,8 +6,8 @@
 //
 //   node --expose-gc --max-semi-space-size=1 --no-opt --no-maglev --memory-saver-mode bench/pipeline.ts [N ...] [watch|none]   (default 100 1000, both)
 //
-// With the writer's fs calls synchronous (the bench's "syncfs" what-if shim):
-//   OWNERREFS_BENCH_SHIMS=syncfs node --import ./bench/variants/hook.ts --expose-gc --max-semi-space-size=1 --no-opt --no-maglev --memory-saver-mode bench/pipeline.ts
+// With the writer on libuv's thread pool for tmpfs too (the bench's "poolfs" what-if):
+//   OWNERREFS_BENCH_SHIMS=poolfs node --import ./bench/variants/hook.ts --expose-gc --max-semi-space-size=1 --no-opt --no-maglev --memory-saver-mode bench/pipeline.ts
 
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -34,7 +34,7 @@ function pod(i: number, ownerUid: string, rv: number): PodView {
       annotations: { 'ownerrefs.dev/volume': 'podinfo' },
       ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: ownerUid, controller: true }],
     },
-    spec: { volumes: [{ name: 'podinfo', emptyDir: {} }] },
+    spec: { volumes: [{ name: 'podinfo', emptyDir: process.env.OWNERREFS_BENCH_ROOT ? {} : { medium: 'Memory' } }] },
   } as PodView;
 }
 
@@ -58,7 +58,7 @@ async function settle(r: Reconciler): Promise<void> {
 }
 
 async function run(n: number, watcher: boolean): Promise<Record<string, number | string>> {
-  // tmpfs, like the bench's volumes (medium: Memory); OWNERREFS_BENCH_ROOT=/tmp for disk.
+  // tmpfs and medium: Memory, like the bench's volumes; OWNERREFS_BENCH_ROOT=/tmp for a disk-backed emptyDir.
   const root = mkdtempSync(path.join(process.env.OWNERREFS_BENCH_ROOT ?? (existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir()), 'ownerrefs-pipeline-'));
   try {
     for (let i = 0; i < n; i++) mkdirSync(path.join(root, 'pods', `uid-${i}`, 'volumes', 'kubernetes.io~empty-dir', 'podinfo'), { recursive: true, mode: 0o777 });

@@ -8,7 +8,7 @@
 //   npm run bench -- --baseline-ref=REF    also measure the idle RSS of the agent at REF
 //   npm run bench -- --agent-ref=REF --sizes=1000 --no-extras --out=bench/results/tmp/REF.json
 //                                          the agent at REF instead of the work tree (before/after)
-//   npm run bench -- --what-if=syncfs,nowatch   only these what-if variants (--what-if= : none)
+//   npm run bench -- --what-if=poolfs,nowatch   only these what-if variants (--what-if= : none)
 //
 // Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --agent-ref=REF
 //        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras
@@ -97,17 +97,15 @@ const IDLE_VARIANTS: Variant[] = [
 const LEAN = ['noyaml', 'metrics', 'logger'];
 const WHAT_IF: Record<string, Variant> = {
   nowatch: { label: 'no directory watcher (no inotify, no stamp checks; self-heal off)', shims: ['nowatch'] },
-  syncfs: { label: "writer's fs calls synchronous (main thread, no libuv pool)", shims: ['syncfs'] },
+  poolfs: { label: "writer on libuv's thread pool for tmpfs too (no inline calls)", shims: ['poolfs'] },
   pool2: { label: 'UV_THREADPOOL_SIZE=2 (libuv default 4)', env: { UV_THREADPOOL_SIZE: '2' } },
   semispace: { label: "Node's default young generation (without --max-semi-space-size=1)", nodeFlags: without(['--max-semi-space-size=1']) },
   opt: { label: "V8's optimising compilers on (without --no-opt --no-maglev)", nodeFlags: without(OPT) },
   malloc: { label: 'malloc thresholds fixed at 128 KiB', env: MALLOC_FIXED },
   memsaver: { label: "V8's default heap growth (without --memory-saver-mode)", nodeFlags: without(['--memory-saver-mode']) },
-  leansync: { label: 'synchronous fs; no YAML parser, hand-written metrics and logger', shims: ['syncfs', ...LEAN] },
   lean: { label: 'no YAML parser, hand-written metrics and logger', shims: LEAN },
 };
-// `lean` alone only with --what-if=lean: leansync minus syncfs tells most of it.
-const DEFAULT_WHAT_IF = ['nowatch', 'syncfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'leansync'];
+const DEFAULT_WHAT_IF = ['nowatch', 'poolfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'lean'];
 const whatIfKeys = flags['what-if'] === undefined ? DEFAULT_WHAT_IF : flags['what-if'].split(',').filter(Boolean);
 for (const k of whatIfKeys) if (!WHAT_IF[k]) throw new Error(`--what-if: unknown ${k}; known: ${Object.keys(WHAT_IF).join(', ')}`);
 const t0 = nowMs();

@@ -90,9 +90,10 @@ export interface VolumeTarget {
   memory?: boolean;
 }
 
-/** Which calls to use for a target (see fsops.ts). */
-function opsFor(target: VolumeTarget): FsOps {
-  return target.memory ? inlineOps : threadPoolOps;
+/** The call sets the writer uses (fsops.ts): inline for memory-backed targets, the thread pool for the rest. */
+export interface WriterOps {
+  memory: FsOps;
+  disk: FsOps;
 }
 
 export interface SyncResult {
@@ -131,17 +132,27 @@ export const TEMP_PREFIX = '.ownerrefs-tmp.';
 
 export class FsVolumeWriter implements VolumeWriter {
   readonly #uid: number;
+  readonly #ops: WriterOps;
 
-  /** `uid`: the owner of files this agent writes (default: our own uid). */
-  constructor(opts: { uid?: number } = {}) {
+  /**
+   * `uid`: the owner of files this agent writes (default: our own uid). `ops`: the call
+   * sets (default fsops.ts's; bench/syscalls.ts counts and times calls through this seam).
+   */
+  constructor(opts: { uid?: number; ops?: WriterOps } = {}) {
     this.#uid = opts.uid ?? process.getuid?.() ?? 0;
+    this.#ops = opts.ops ?? { memory: inlineOps, disk: threadPoolOps };
+  }
+
+  /** Which calls to use for a target. */
+  #opsFor(target: VolumeTarget): FsOps {
+    return target.memory ? this.#ops.memory : this.#ops.disk;
   }
 
   async sync(target: VolumeTarget, files: readonly ProjectedFile[], remove: readonly string[] = [], opts: SyncOptions = {}): Promise<SyncResult> {
     for (const f of [...files.map((x) => x.path), ...remove]) {
       if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(f)}`, { file: f });
     }
-    const ops = opsFor(target);
+    const ops = this.#opsFor(target);
     const dir = await openDirectory(ops, target, opts.createTarget); // step 1 (1a)
     const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
     const result: SyncResult = { written: [], unchanged: [], removed: [], stamps: {} };
@@ -192,7 +203,7 @@ export class FsVolumeWriter implements VolumeWriter {
       if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(f)}`);
     }
     const removed: string[] = [];
-    const ops = opsFor(target);
+    const ops = this.#opsFor(target);
     const dir = await openDirectory(ops, target).catch(absentAsNull); // step 10
     if (!dir) return { removed };
     try {
@@ -226,7 +237,7 @@ export class FsVolumeWriter implements VolumeWriter {
 
   async stampOf(target: VolumeTarget, name: string): Promise<string | undefined> {
     if (!isSafeComponent(name) || !target.components.every(isSafeComponent)) return undefined;
-    const st = await lstatOrNull(opsFor(target), path.join(target.root, ...target.components, name), name).catch(() => null);
+    const st = await lstatOrNull(this.#opsFor(target), path.join(target.root, ...target.components, name), name).catch(() => null);
     return st ? stamp(st) : undefined;
   }
 

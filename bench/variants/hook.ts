@@ -4,8 +4,8 @@
 // for the benchmark's what-if variants. The agent's own files are not edited; each shim
 // answers "what would the agent cost without X, or with X done differently?".
 //
-//   syncfs    agent/volume/writer.ts gets node:fs/promises on synchronous calls (./syncfs.ts):
-//             every file-system call runs on the main thread, none on libuv's pool.
+//   poolfs    agent/volume/writer.ts gets the thread-pool call set for memory-backed volumes
+//             too (./poolfs.ts): what issuing tmpfs calls inline saves.
 //   nowatch   agent/volume/dirwatch.ts's VolumeDirWatcher does nothing (./nowatch.ts): no inotify
 //             watch, no directory event, no stamp check; self-heal is off.
 //   metrics   prom-client is replaced by a minimal implementation (./metrics.ts).
@@ -25,20 +25,20 @@ const shim = (name: string) => new URL(`./${name}${ext}`, import.meta.url).href;
 const from = (parent: string | undefined, file: string) => parent !== undefined && /\.[jt]s$/.test(parent) && parent.slice(0, -3).endsWith(file);
 
 for (const w of wanted) {
-  if (!['syncfs', 'nowatch', 'metrics', 'logger', 'noyaml'].includes(w)) throw new Error(`unknown bench shim ${w}`);
+  if (!['poolfs', 'nowatch', 'metrics', 'logger', 'noyaml'].includes(w)) throw new Error(`unknown bench shim ${w}`);
 }
 
 registerHooks({
   resolve(specifier, context, next) {
     const parent = context.parentURL;
-    if (wanted.has('syncfs') && (specifier === 'node:fs/promises' || specifier === 'fs/promises') && from(parent, '/agent/writer')) {
-      return { url: shim('syncfs'), format, shortCircuit: true };
-    }
     if (wanted.has('metrics') && specifier === 'prom-client') return { url: shim('metrics'), format, shortCircuit: true };
     if (wanted.has('logger') && specifier === 'pino') return { url: shim('logger'), format, shortCircuit: true };
     if (wanted.has('noyaml') && specifier === 'yaml') return { url: shim('noyaml'), format, shortCircuit: true };
     const r = next(specifier, context);
-    if (wanted.has('nowatch') && /\/agent\/dirwatch\.[jt]s$/.test(r.url)) return { url: shim('nowatch'), format, shortCircuit: true };
+    if (wanted.has('nowatch') && /\/agent\/volume\/dirwatch\.[jt]s$/.test(r.url)) return { url: shim('nowatch'), format, shortCircuit: true };
+    if (wanted.has('poolfs') && /\/agent\/volume\/fsops\.[jt]s$/.test(r.url) && from(parent, '/agent/volume/writer')) {
+      return { url: `${shim('poolfs')}?real=${encodeURIComponent(r.url)}`, format, shortCircuit: true };
+    }
     return r;
   },
 });
