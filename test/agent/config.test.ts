@@ -41,3 +41,49 @@ describe('the kubelet root', () => {
     expect(parseRunConfig(base, {}).kubeletRoot).toBe('/var/lib/kubelet');
   });
 });
+
+describe('run flags', () => {
+  it('have the defaults README documents', () => {
+    expect(parseRunConfig(base, {})).toEqual({
+      nodeName: 'n1', kubeconfig: undefined, kubeletRoot: '/var/lib/kubelet', healthHost: '0.0.0.0', healthPort: 8080,
+      logLevel: 'info', resyncMs: 60_000, maxBytes: 262_144, stallMs: 90_000, readyDownMs: 60_000, concurrency: 4,
+      csiSocket: undefined, registrationDir: '/var/lib/kubelet/plugins_registry',
+    });
+  });
+
+  it.each([
+    { what: 'a flag over its environment variable', argv: ['--node-name=flag'], env: { NODE_NAME: 'env' }, want: { nodeName: 'flag' } },
+    { what: 'the environment over the default', argv: base, env: { OWNERREFS_STALL_SECONDS: '30', LOG_LEVEL: 'debug' }, want: { stallMs: 30_000, logLevel: 'debug' } },
+    { what: 'the node name from NODE_NAME (the downward API)', argv: [], env: { NODE_NAME: 'from-env' }, want: { nodeName: 'from-env' } },
+    { what: 'a kubeconfig path', argv: [...base, '--kubeconfig=/etc/k.conf'], env: {}, want: { kubeconfig: '/etc/k.conf' } },
+    { what: 'an IPv6 health address', argv: [...base, '--health-addr=[::1]:9090'], env: {}, want: { healthHost: '[::1]', healthPort: 9090 } },
+    { what: 'a health address with no host', argv: [...base, '--health-addr=:9090'], env: {}, want: { healthHost: '0.0.0.0', healthPort: 9090 } },
+    { what: 'a fractional concurrency, rounded down', argv: [...base, '--concurrency=2.7'], env: {}, want: { concurrency: 2 } },
+  ])('take $what', ({ argv, env, want }) => {
+    expect(parseRunConfig(argv, env)).toMatchObject(want);
+  });
+
+  it.each([
+    { what: 'no node name', argv: [], message: /--node-name \(or NODE_NAME\) is required/ },
+    { what: 'a health address without a port', argv: [...base, '--health-addr=localhost'], message: /--health-addr must be host:port/ },
+    { what: 'an unknown log level', argv: [...base, '--log-level=verbose'], message: /--log-level must be one of/ },
+    { what: 'a resync period that is not a number', argv: [...base, '--resync-seconds=soon'], message: /--resync-seconds must be a number >= 1, got "soon"/ },
+    { what: 'a stall bound under a second', argv: [...base, '--stall-seconds=0.5'], message: /--stall-seconds must be a number >= 1/ },
+    { what: 'a byte limit under 1 KiB', argv: [...base, '--max-bytes=10'], message: /--max-bytes must be a number >= 1024/ },
+    { what: 'a concurrency of zero', argv: [...base, '--concurrency=0'], message: /--concurrency must be a number >= 1/ },
+  ])('refuse $what with a ConfigError', ({ argv, message }) => {
+    expect(() => parseRunConfig(argv, {})).toThrow(ConfigError);
+    expect(() => parseRunConfig(argv, {})).toThrow(message);
+  });
+
+  it.each([['--no-such-flag'], ['stray-positional']])('refuse %j as a usage error', (arg) => {
+    expect(() => parseRunConfig([...base, arg], {})).toThrow(expect.objectContaining({ code: expect.stringMatching(/^ERR_PARSE_ARGS/) }));
+  });
+
+  it('list every flag, its environment variable and its default in --help', () => {
+    const help = runHelp();
+    for (const [flag, env] of [['node-name', 'NODE_NAME'], ['kubelet-root', 'OWNERREFS_KUBELET_ROOT'], ['stall-seconds', 'OWNERREFS_STALL_SECONDS'], ['concurrency', 'OWNERREFS_CONCURRENCY']]) {
+      expect(help).toMatch(new RegExp(`--${flag}[\\s\\S]*env ${env}`));
+    }
+  });
+});

@@ -1,0 +1,45 @@
+import type http from 'node:http';
+import { Counter, Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHealthServer } from '../../../agent/monitoring/health.ts';
+
+const servers: http.Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+});
+
+async function serve(problems: string[] = []) {
+  const registry = new Registry();
+  new Counter({ name: 'ownerrefs_test_total', help: 'a test counter', registers: [registry] }).inc(3);
+  const server = await startHealthServer({ host: '127.0.0.1', port: 0, ready: () => problems, registry });
+  servers.push(server);
+  const { port } = server.address() as { port: number };
+  return async (p: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}${p}`);
+    return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+  };
+}
+
+describe('health server', () => {
+  it.each(['/healthz', '/livez', '/healthz?verbose=1'])('%s answers 200 while the event loop answers', async (p) => {
+    const get = await serve(['pod watch down for 90 s']);
+    expect(await get(p)).toMatchObject({ status: 200, body: 'ok\n' });
+  });
+
+  it('/readyz is 200 when nothing is wrong, 503 with every reason otherwise', async () => {
+    expect(await (await serve())('/readyz')).toMatchObject({ status: 200 });
+    expect(await (await serve(['pod list not synced yet', 'node configuration not read yet']))('/readyz'))
+      .toMatchObject({ status: 503, body: 'pod list not synced yet\nnode configuration not read yet\n' });
+  });
+
+  it('/metrics serves the registry in the Prometheus text format', async () => {
+    const r = await (await serve())('/metrics');
+    expect(r.status).toBe(200);
+    expect(r.type).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(r.body).toContain('ownerrefs_test_total 3');
+  });
+
+  it('anything else is 404', async () => {
+    expect(await (await serve())('/debug/pprof')).toMatchObject({ status: 404 });
+  });
+});
