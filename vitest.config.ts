@@ -18,7 +18,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           pool: 'forks',
-          include: ['test/e2e/**/*.test.ts', 'test/controlplane/**/*.test.ts'],
+          include: ['test/e2e/**/*.test.ts', 'test/localcluster/**/*.test.ts'],
           globalSetup: ['test/globalSetup.ts'],
           // One shared cluster and one test node: files must not interleave.
           fileParallelism: false,

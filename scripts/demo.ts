@@ -8,9 +8,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppsV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { apply } from '../test/support/agentproc.ts';
-import { mergePatch } from '../test/support/patch.ts';
-import { waitFor } from '../test/support/wait.ts';
+import { apply } from '../localcluster/agentproc.ts';
+import { mergePatch } from '../localcluster/patch.ts';
+import { waitFor } from '../localcluster/wait.ts';
 import { startLocalCluster } from './localcluster.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');

@@ -3,17 +3,15 @@
 // and the agent as a real process with the RBAC from daemonset.yaml. Used by
 // `npm run demo` and `npm run soak`.
 
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../test/controlplane/controlplane.ts';
-import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../test/support/agentproc.ts';
-import { startKubeletEmulator, type KubeletEmulator } from '../test/support/kubelet.ts';
-import { waitFor } from '../test/support/wait.ts';
+import { controlPlaneBinaries, newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../localcluster/controlplane/controlplane.ts';
+import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../localcluster/agentproc.ts';
+import { startKubeletEmulator, type KubeletEmulator } from '../localcluster/kubelet/emulator.ts';
+import { waitFor } from '../localcluster/wait.ts';
 
-const ROOT = path.join(import.meta.dirname, '..');
 
 export interface LocalCluster {
   cp: ControlPlane;
@@ -32,8 +30,7 @@ export async function startLocalCluster(opts: {
 }): Promise<LocalCluster> {
   const say = opts.say ?? (() => {});
   say('building or locating etcd, kube-apiserver, kube-controller-manager, kube-scheduler (first run: ~5 min)');
-  const binDir = execFileSync('bash', [path.join(ROOT, 'test/controlplane/build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-    .toString().trim().split('\n').pop()!;
+  const binDir = await controlPlaneBinaries();
   await reapLeftoverControlPlanes();
   const cp = await startControlPlane({ binDir, workDir: await newWorkDir(), nodeName: opts.node });
   const kubeletRoot = mkdtempSync(path.join(os.tmpdir(), 'local-kubelet-'));

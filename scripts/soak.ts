@@ -10,8 +10,8 @@ import { parseArgs } from 'node:util';
 import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { NODE_FLAGS } from '../agent/config.ts';
 import { FILES, project } from '../projections/index.ts';
-import { mergePatch } from '../test/support/patch.ts';
-import { waitFor } from '../test/support/wait.ts';
+import { mergePatch } from '../localcluster/patch.ts';
+import { waitFor } from '../localcluster/wait.ts';
 import { buildAgent } from '../bench/support/agent.ts';
 import { startLocalCluster } from './localcluster.ts';
 

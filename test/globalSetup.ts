@@ -1,13 +1,10 @@
 // Vitest global setup for the e2e project: one real control plane per run,
 // shared by every e2e test file (files run one at a time).
-import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import {
-  newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane,
-} from './controlplane/controlplane.ts';
+  controlPlaneBinaries, newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane,
+} from '../localcluster/controlplane/controlplane.ts';
 
 export const TEST_NODE_NAME = 'ownerrefs-test-node';
 
@@ -27,22 +24,9 @@ declare module 'vitest' {
 
 let cp: ControlPlane | undefined;
 
-// stdout is the binary dir; progress (stderr) is passed through so a cold
-// build shows signs of life.
-function locateBinaries(): Promise<string> {
-  const script = join(dirname(fileURLToPath(import.meta.url)), 'controlplane', 'build.sh');
-  return new Promise((resolve, reject) => {
-    const child = execFile('bash', [script], { maxBuffer: 1 << 20 }, (err, stdout) => {
-      if (err) reject(new Error(`build.sh failed: ${err.message}`));
-      else resolve(stdout.trim().split('\n').pop() ?? '');
-    });
-    child.stderr?.pipe(process.stderr);
-  });
-}
-
 export async function setup(project: TestProject): Promise<void> {
   await reapLeftoverControlPlanes();
-  const binDir = await locateBinaries();
+  const binDir = await controlPlaneBinaries();
   const workDir = await newWorkDir();
   cp = await startControlPlane({ binDir, workDir, nodeName: TEST_NODE_NAME });
   project.provide('kubeconfigPath', cp.kubeconfigPath);

@@ -7,11 +7,10 @@ import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiClient, ApiError } from '../../agent/kube/client.ts';
 import { KubeCredentials } from '../../agent/kube/kubeconfig.ts';
-import { newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../../test/controlplane/controlplane.ts';
-import { createTestNode } from '../../test/controlplane/node.ts';
-import { agentKubeconfig } from '../../test/support/agentproc.ts';
+import { controlPlaneBinaries, newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import { createTestNode } from '../../localcluster/controlplane/node.ts';
+import { agentKubeconfig } from '../../localcluster/agentproc.ts';
 
-const ROOT = path.join(import.meta.dirname, '..', '..');
 export const NS = 'bench';
 /** FlowSchema that matches only the agent's ServiceAccount (daemonset.yaml). */
 export const AGENT_FLOW_SCHEMA = 'ownerrefs-bench-agent';
@@ -32,8 +31,7 @@ export interface BenchCluster {
 }
 
 export async function startBenchCluster(nodeName: string, workDir: string): Promise<BenchCluster> {
-  const binDir = execFileSync('bash', [path.join(ROOT, 'test/controlplane/build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] })
-    .toString().trim().split('\n').pop()!;
+  const binDir = await controlPlaneBinaries();
   await reapLeftoverControlPlanes();
   const cp = await startControlPlane({ binDir, workDir: await newWorkDir() });
   try {

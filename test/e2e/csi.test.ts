@@ -13,8 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVER, kubeletPrepare } from '../support/csi.ts';
 import { csiToolsDir, kubeletPublish, kubeletRegister, kubeletUnpublish } from '../support/csitools.ts';
 import { items, useE2E } from '../support/e2e.ts';
-import { mergePatch } from '../support/patch.ts';
-import { waitFor } from '../support/wait.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 const EMPTY = '{"kind":"OwnerReference","apiVersion":"meta/v1","items":[]}';
 const sockets = mkdtempSync(path.join(os.tmpdir(), 'csi-e2e-'));

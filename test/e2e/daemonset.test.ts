@@ -1,8 +1,8 @@
 // Scenario 1: the real DaemonSet controller adopts and orphans a pod; the file follows.
 import { describe, expect, it } from 'vitest';
 import { items, podinfoDaemonSet, useE2E } from '../support/e2e.ts';
-import { mergePatch } from '../support/patch.ts';
-import { waitFor } from '../support/wait.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 const EMPTY = '{"kind":"OwnerReference","apiVersion":"meta/v1","items":[]}';
 

@@ -1,7 +1,7 @@
 // Scenario 2: a Deployment's pod names its ReplicaSet (direct owners only, as in the KEP).
 import { describe, expect, it } from 'vitest';
 import { items, podinfoDaemonSet, useE2E } from '../support/e2e.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 describe('Deployment', () => {
   const e = useE2E('deploy');

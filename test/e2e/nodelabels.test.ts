@@ -1,8 +1,8 @@
 // Scenario 5: node labels reconfigure the agent live.
 import { describe, expect, it } from 'vitest';
 import { items, podinfoDaemonSet, useE2E } from '../support/e2e.ts';
-import { mergePatch } from '../support/patch.ts';
-import { waitFor } from '../support/wait.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 describe('node labels', () => {
   const e = useE2E('labels');

@@ -3,7 +3,7 @@
 // this file checks the manifest itself and that the role is no wider than needed.
 import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { apply, manifestObjects } from '../support/agentproc.ts';
+import { apply, manifestObjects } from '../../localcluster/agentproc.ts';
 import { useE2E } from '../support/e2e.ts';
 
 describe('daemonset.yaml', () => {

@@ -4,7 +4,7 @@
 // mirror pods referencing secrets or service accounts).
 //
 // These pods go to a second node name that no kubelet emulator watches, served by a
-// second agent process on a kubelet root of our own: the emulator (test/support/kubelet.ts)
+// second agent process on a kubelet root of our own: the emulator (localcluster/kubelet/emulator.ts)
 // trusts the annotation as a path and would mkdir, and on deletion rm -rf, wherever it
 // points.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,9 +13,9 @@ import path from 'node:path';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMPTY_DIR_PLUGIN } from '../../agent/volume/resolve.ts';
-import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../support/agentproc.ts';
+import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
 import { clusterInfo, kubeConfig, newNamespace, type TestNamespace } from '../support/cluster.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 import { fakeOwner, forceDeletePods, podBody, waitForEvent } from '../security/e2e-support.ts';
 import { deepSnapshot } from '../security/support.ts';
 

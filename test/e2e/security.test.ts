@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { apiStatus } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
 import { buildOracle, goMarshal } from '../support/gooracle.ts';
-import { mergePatch } from '../support/patch.ts';
-import { waitFor } from '../support/wait.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 import { fakeOwner, nonDirectories, podBody, projectionEvents, sourceIn, waitForEvent, type PodOpts } from '../security/e2e-support.ts';
 
 describe('hostile pods on the node', () => {

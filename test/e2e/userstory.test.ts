@@ -4,7 +4,7 @@ import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1OwnerReference } 
 import { describe, expect, it } from 'vitest';
 import { apiStatus } from '../support/cluster.ts';
 import { items, podinfoDaemonSet, useE2E } from '../support/e2e.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 describe('a pod creating objects owned by its DaemonSet', () => {
   const e = useE2E('story');

@@ -12,7 +12,7 @@ import type { PodView } from '../../agent/policy/podtable.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 import { deepSnapshot } from './support.ts';
 
 const FIX = {

@@ -5,7 +5,7 @@ import { lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import type { CoreV1Api, CoreV1Event, V1OwnerReference, V1Pod, V1Volume } from '@kubernetes/client-node';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 export const REASON = 'OwnerRefsProjectionFailed';
 

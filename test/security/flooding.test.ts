@@ -16,7 +16,7 @@ import { FILES, project } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 interface Posted { path: string; body: { message: string; reason: string; involvedObject: { name: string } } }
 

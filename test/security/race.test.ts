@@ -12,7 +12,7 @@ import { FILES, project, type ProjectedFile } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../support/tmpdir.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 import { deepSnapshot, EVENT_REASONS, makeOutside, startAttacker, WRITER_NAMES } from './support.ts';
 
 const ITERATIONS = 15_000;

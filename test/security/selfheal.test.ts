@@ -10,7 +10,7 @@ import { FILES } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 const isCurrent = (env: string) => () => {
   try { return readFileSync(env, 'utf8').startsWith('OWNER_REFERENCES='); } catch { return false; }

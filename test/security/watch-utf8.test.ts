@@ -9,7 +9,7 @@ import { Reflector } from '../../agent/kube/reflector.ts';
 import type { PodView } from '../../agent/policy/podtable.ts';
 import { FILES, project } from '../../projections/index.ts';
 import { owner, pod } from '../support/fixtures.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor } from '../../localcluster/wait.ts';
 
 /** One watch stream the test writes raw bytes into. */
 class OneStream implements ApiClient {

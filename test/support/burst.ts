@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
 import { FILES, project } from '../../projections/index.ts';
 import type { E2E } from './e2e.ts';
-import { mergePatch } from './patch.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
 
 export interface Burst {
   pods: V1Pod[];

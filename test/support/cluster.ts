@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { inject, type ProvidedContext } from 'vitest';
-import { tailLogs } from '../controlplane/logs.ts';
-import { waitFor as baseWaitFor, type WaitOptions } from './wait.ts';
+import { tailLogs } from '../../localcluster/controlplane/logs.ts';
+import { waitFor as baseWaitFor, type WaitOptions } from '../../localcluster/wait.ts';
 
 /** What test/globalSetup.ts provides about the shared control plane. */
 export type ClusterInfo = ProvidedContext;
@@ -54,6 +54,9 @@ export function waitFor<T>(fn: () => T | Promise<T>, opts: WaitForOptions = {}):
   });
 }
 
+/** How long cleanup() lets the kubelet finish its pods' graceful deletion before forcing it. */
+const NAMESPACE_DRAIN_MS = 30_000;
+
 export interface TestNamespace {
   name: string;
   cleanup(): Promise<void>;
@@ -61,9 +64,11 @@ export interface TestNamespace {
 
 // Creates a uniquely named namespace and waits for its default ServiceAccount,
 // without which the ServiceAccount admission plugin rejects pods (or creates
-// it when the run has no controller-manager). cleanup()
-// only requests deletion; pods bound to the node need a kubelet (emulator) to
-// finish terminating, and nothing should wait on that.
+// it when the run has no controller-manager). cleanup() requests its deletion and
+// then waits, bounded, for its pods to go; it must run while the file's kubelet
+// emulator still runs (a pod bound to a node terminates only when a kubelet says so).
+// Pods still there after the wait are force-deleted: the e2e files share one node, and
+// a pod left terminating on it would be the next file's agent's business.
 export async function newNamespace(prefix: string, kc: KubeConfig = kubeConfig()): Promise<TestNamespace> {
   const core = kc.makeApiClient(CoreV1Api);
   const name = `${prefix}-${randomBytes(3).toString('hex')}`.toLowerCase().slice(0, 63);
@@ -84,6 +89,12 @@ export async function newNamespace(prefix: string, kc: KubeConfig = kubeConfig()
         await core.deleteNamespace({ name, propagationPolicy: 'Background' });
       } catch (err) {
         if (apiStatus(err) !== 404) throw err;
+      }
+      const left = () => core.listNamespacedPod({ namespace: name }).then((l) => l.items, () => []);
+      const deadline = Date.now() + NAMESPACE_DRAIN_MS;
+      while (Date.now() < deadline && (await left()).length > 0) await new Promise((r) => setTimeout(r, 250));
+      for (const p of await left()) {
+        await core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: name, gracePeriodSeconds: 0 }).catch(() => undefined);
       }
     },
   };

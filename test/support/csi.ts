@@ -5,7 +5,7 @@
 // pod-info keys in the volume context, and target <pod>/volumes/kubernetes.io~csi/<vol>/mount.
 //
 // This client speaks through agent/csi/proto, so it cannot catch a wrong field number
-// there; test/csi/kubeletcsi (Go, the spec's generated code) and csi-sanity do.
+// there; localcluster/csi/kubeletcsi (Go, the spec's generated code) and csi-sanity do.
 
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // The Go side of the CSI tests: csi-sanity and kubeletcsi, built (or found in the
-// cache) by test/csi/build.sh, the same script .ci/run calls.
+// cache) by localcluster/csi/build.sh, the same script .ci/run calls.
 
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { podInfo, type PodRef } from './csi.ts';
 
 const run = promisify(execFile);
-const BUILD = path.join(import.meta.dirname, '..', 'csi', 'build.sh');
+const BUILD = path.join(import.meta.dirname, '..', '..', 'localcluster', 'csi', 'build.sh');
 
 let built: Promise<string> | undefined;
 

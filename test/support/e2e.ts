@@ -8,11 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { tailLogs } from '../controlplane/logs.ts';
-import { newWorkDir, startControlPlane, type ControlPlane } from '../controlplane/controlplane.ts';
-import { agentKubeconfig, startAgentProcess, type AgentProcess } from './agentproc.ts';
+import { tailLogs } from '../../localcluster/controlplane/logs.ts';
+import { newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
 import { clusterInfo, kubeConfig, newNamespace, waitFor, type TestNamespace } from './cluster.ts';
-import { startKubeletEmulator, type KubeletEmulator } from './kubelet.ts';
+import { startKubeletEmulator, type KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
 import { startFaultProxy, type FaultProxy } from './proxy.ts';
 
 export interface E2E {
@@ -101,12 +101,14 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
   });
   afterAll(async () => {
     const code = await e.agent?.stop();
+    // Before the emulator stops: it finishes the pods' graceful deletion (shared node).
+    if (!e.cp) await ns?.cleanup();
     await e.kubelet?.stop();
     await e.proxy?.close();
     if (e.cp) {
       await e.cp.stop();
       await rm(e.cp.workDir, { recursive: true, force: true });
-    } else await ns?.cleanup();
+    }
     if (e.kubeletRoot) await rm(e.kubeletRoot, { recursive: true, force: true });
     if (code !== undefined && code !== 0) throw new Error(`agent exited ${code} on SIGTERM\n${await e.diagnostics()}`);
   });

@@ -8,7 +8,7 @@
 // one pod on it (not opted in, so nothing is written for it) every `everyMs`.
 
 import type { CoreV1Api } from '@kubernetes/client-node';
-import { mergePatch } from './patch.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
 
 export interface Heartbeat {
   stop(): Promise<void>;

@@ -14,7 +14,7 @@ import { agentKit } from '../../support/agentkit.ts';
 import { csiClient, DRIVER, kubeletPrepare } from '../../support/csi.ts';
 import { owner, pod } from '../../support/fixtures.ts';
 import { snapshot, tmpDir } from '../../support/tmpdir.ts';
-import { waitFor } from '../../support/wait.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
 
 const NODE = 'node-a';
 const running: RunningCsi[] = [];

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { KubeApiClient } from '../../../agent/kube/client.ts';
 import { KubeconfigError, KubeCredentials, TOKEN_REREAD_MS } from '../../../agent/kube/kubeconfig.ts';
 import { ConfigError } from '../../../agent/common/errors.ts';
-import { generatePki } from '../../controlplane/certs.ts';
+import { generatePki } from '../../../localcluster/controlplane/certs.ts';
 import { tmpDir } from '../../support/tmpdir.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..', '..');

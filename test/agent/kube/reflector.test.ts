@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { Reflector, type KubeObject, type RestartReason } from '../../../agent/kube/reflector.ts';
-import { waitFor } from '../../support/wait.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
 
 type Obj = KubeObject & { v?: number };
 const obj = (name: string, rv: string): Obj => ({ metadata: { name, uid: name, resourceVersion: rv } });

@@ -14,7 +14,7 @@ import { FILES } from '../../../projections/index.ts';
 import { agentKit, memoryLogger, RecordingEvents } from '../../support/agentkit.ts';
 import { owner, pod } from '../../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../../support/tmpdir.ts';
-import { waitFor } from '../../support/wait.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
 
 const DRIVER = 'ownerrefs.dev';
 const csiVolume = (driver = DRIVER) => ({ name: 'podinfo', csi: { driver, readOnly: true } });

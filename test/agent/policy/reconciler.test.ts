@@ -6,7 +6,7 @@ import { FILES } from '../../../projections/index.ts';
 import { agentKit } from '../../support/agentkit.ts';
 import { owner, pod } from '../../support/fixtures.ts';
 import { makeVolume } from '../../support/tmpdir.ts';
-import { waitFor } from '../../support/wait.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
 
 const read = (vol: string, f: string = FILES.ownerReferences) => readFileSync(path.join(vol, f), 'utf8');
 const named = (vol: string, name: string) => async () => existsSync(path.join(vol, FILES.ownerReferences)) && read(vol).includes(`"name":"${name}"`);

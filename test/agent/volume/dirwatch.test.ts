@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VolumeDirWatcher } from '../../../agent/volume/dirwatch.ts';
 import { tmpDir } from '../../support/tmpdir.ts';
-import { waitFor } from '../../support/wait.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
 
 const open: VolumeDirWatcher[] = [];
 afterEach(async () => {

@@ -8,8 +8,8 @@ CSI_TEST_VERSION=v5.6.0 # keep in step with go.mod
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bins=(csi-sanity kubeletcsi)
 
-# shellcheck source=../support/cached-build.sh
-source "$here/../support/cached-build.sh"
+# shellcheck source=../cached-build.sh
+source "$here/../cached-build.sh"
 log() { echo "[csi/build] $*" >&2; }
 
 # kubeletcsi is our own code: its source and the pinned modules are part of the key.

@@ -1,6 +1,7 @@
 // A real single-node Kubernetes control plane (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler) on loopback, for e2e tests.
 // Process lifetime and leftover cleanup are described in process.ts.
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,20 @@ import { reapStale, Supervisor, type Component, type SpawnSpec } from './process
 // Every harness workDir lives under this prefix so a later run can find and
 // reap what a crashed run left behind.
 export const WORKDIR_PREFIX = 'ownerrefs-cp-';
+
+/**
+ * The directory holding etcd and the Kubernetes binaries, built by ./build.sh on a cache
+ * miss (minutes, cold). The build's progress goes to our stderr so it shows signs of life.
+ */
+export function controlPlaneBinaries(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('bash', [join(import.meta.dirname, 'build.sh')], { maxBuffer: 1 << 20 }, (err, stdout) => {
+      if (err) reject(new Error(`localcluster/controlplane/build.sh failed: ${err.message}`));
+      else resolve(stdout.trim().split('\n').pop() ?? '');
+    });
+    child.stderr?.pipe(process.stderr);
+  });
+}
 
 export function newWorkDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), WORKDIR_PREFIX));

@@ -10,7 +10,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiStatus, clusterInfo, kubeConfig, newNamespace, waitFor, type TestNamespace } from '../support/cluster.ts';
-import { startKubeletEmulator, type KubeletEmulator } from '../support/kubelet.ts';
+import { startKubeletEmulator, type KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
 
 const info = clusterInfo();
 const controllersRunning = info.components.controllerManager && info.components.scheduler;
@@ -66,8 +66,8 @@ describe('control plane harness', () => {
   });
 
   afterAll(async () => {
+    await ns?.cleanup(); // while the emulator runs: it finishes the pods' deletion
     await kubelet?.stop();
-    await ns?.cleanup();
     if (kubeletRoot) await rm(kubeletRoot, { recursive: true, force: true });
   });
 

@@ -9,8 +9,8 @@ ETCD_VERSION=v3.6.8
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bins=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 
-# shellcheck source=../support/cached-build.sh
-source "$here/../support/cached-build.sh"
+# shellcheck source=../cached-build.sh
+source "$here/../cached-build.sh"
 log() { echo "[controlplane/build] $*" >&2; }
 
 # envtest-style asset dirs usually lack the controller-manager and scheduler;

@@ -1,4 +1,4 @@
-# Sourced by test/controlplane/build.sh and test/csi/build.sh: the scaffolding of a build
+# Sourced by localcluster/controlplane/build.sh and localcluster/csi/build.sh: the scaffolding of a build
 # whose result is a directory of binaries cached under a versioned name.
 #
 # The caller sets `bins` (the binary names) and `log()`, then:

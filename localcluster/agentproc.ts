@@ -6,10 +6,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { AGENT_ENV, NODE_FLAGS } from '../../agent/config.ts';
+import { AGENT_ENV, NODE_FLAGS } from '../agent/config.ts';
 import { waitFor } from './wait.ts';
 
-const ROOT = path.join(import.meta.dirname, '..', '..');
+const ROOT = path.join(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'agent', 'main.ts');
 
 /** Every object in daemonset.yaml, as written. */

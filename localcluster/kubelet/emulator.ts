@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CoreV1Api, PatchStrategy, setHeaderOptions, Watch, type KubeConfig, type V1Pod,
 } from '@kubernetes/client-node';
-import { isRunningReady, runningStatus } from './kubelet-status.ts';
+import { isRunningReady, runningStatus } from './status.ts';
 
 export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 

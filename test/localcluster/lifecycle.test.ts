@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newWorkDir, startControlPlane, type ControlPlane } from './controlplane.ts';
-import { httpCall } from './net.ts';
+import { newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import { httpCall } from '../../localcluster/controlplane/net.ts';
 import { apiStatus, clusterInfo, newNamespace, waitFor } from '../support/cluster.ts';
-import { MIRROR_ANNOTATION, startKubeletEmulator, type KubeletEmulator } from '../support/kubelet.ts';
+import { MIRROR_ANNOTATION, startKubeletEmulator, type KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
 
 const NODE = 'lifecycle-node';
 
