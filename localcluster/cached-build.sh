@@ -10,7 +10,7 @@
 
 has_all() {
   local b
-  for b in "${bins[@]}"; do [[ -x "$1/$b" ]] || return 1; done
+  for b in "${bins[@]}"; do [[ -x "$1/$b" || ( $b == *.tar && -f "$1/$b" ) ]] || return 1; done
 }
 
 cached_build_begin() {

@@ -95,6 +95,14 @@ export async function generatePki(dir: string): Promise<Pki> {
 }
 
 // Kubeconfig written as JSON, which both client-go and client-node parse as YAML.
+/** A certificate signed by the cluster CA: `ext` is client_ext or server_ext (SANs 127.0.0.1, localhost). */
+export async function issueCert(pki: Pki, name: string, subject: string, ext: 'client_ext' | 'server_ext'): Promise<KeyPair> {
+  const pair = { cert: join(pki.dir, `${name}.crt`), key: join(pki.dir, `${name}.key`) };
+  await openssl(['req', '-x509', '-config', join(pki.dir, 'openssl.cnf'), '-extensions', ext, ...EC_KEY,
+    '-CA', pki.caCert, '-CAkey', pki.caKey, '-keyout', pair.key, '-out', pair.cert, '-days', '365', '-subj', subject]);
+  return pair;
+}
+
 export async function writeKubeconfig(path: string, server: string, caCert: string, user: KeyPair,
   userName: string): Promise<void> {
   const config = {

@@ -7,7 +7,8 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { generatePki, writeKubeconfig, type Pki } from './certs.ts';
+import { generatePki, issueCert, writeKubeconfig, type KeyPair, type Pki } from './certs.ts';
+import { startEgressProxy, type EgressProxy } from './egress.ts';
 import { tailFile } from './logs.ts';
 import { freePort, httpCall, waitHealthy } from './net.ts';
 import { createTestNode } from './node.ts';
@@ -48,6 +49,12 @@ export interface ControlPlaneOptions {
   workDir: string;
   // When set, a Ready node of this name is registered once everything is up.
   nodeName?: string;
+  /**
+   * Real kubelets will join (localcluster/node): run node lifecycle (else the kubelet's
+   * not-ready taint is never lifted), and route the API server's connections to kubelets
+   * (exec, logs) through a loopback proxy, since they listen on 127.0.0.1 only.
+   */
+  realNodes?: boolean;
 }
 
 export interface ControlPlanePids {
@@ -67,6 +74,8 @@ export interface ControlPlane {
   logsDir: string;
   // Whether the optional components were found in binDir and started.
   components: { controllerManager: boolean; scheduler: boolean };
+  /** A client certificate signed by the cluster CA (a kubelet's, say), kept in the PKI dir. */
+  issueClientCert(name: string, subject: string): Promise<KeyPair>;
   readonly pids: ControlPlanePids;
   stop(): Promise<void>;
   // SIGTERM + start again: same port, same etcd data.
@@ -84,9 +93,11 @@ const STARTUP_TIMEOUT_MS = 180_000;
 const SERVICE_CIDR = '10.0.0.0/24';
 
 // Controllers a test cluster needs: workload owners, GC, namespace cleanup and
-// service-account plumbing. No node-lifecycle, so nothing ever marks the fake
-// node NotReady or taints it.
-const CONTROLLERS = 'daemonset,replicaset,deployment,garbagecollector,serviceaccount-token,namespace,serviceaccount';
+// service-account plumbing, and the kube-root-ca.crt ConfigMap every service-account
+// token volume needs. No node-lifecycle unless real kubelets join: it would mark the
+// fake node (no heartbeats) NotReady and taint it.
+const CONTROLLERS = 'daemonset,replicaset,deployment,garbagecollector,serviceaccount-token,namespace,serviceaccount,root-ca-cert-publisher';
+const NODE_CONTROLLERS = 'nodelifecycle';
 
 function logHint(logsDir: string, name: string): () => string {
   return () => `\n--- ${name}.log ---\n${tailFile(join(logsDir, `${name}.log`), 40)}`;
@@ -130,6 +141,21 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
     clientConnection: { kubeconfig: schedKubeconfig },
     leaderElection: { leaderElect: false },
   }));
+
+  // Real kubelets: the API server reaches them through this proxy, with this client cert.
+  let egress: EgressProxy | undefined;
+  const kubeletArgs: string[] = [];
+  if (opts.realNodes) {
+    egress = await startEgressProxy(join(workDir, 'egress.sock'));
+    const egressConfig = join(workDir, 'egress-selector.json');
+    await writeFile(egressConfig, JSON.stringify({
+      apiVersion: 'apiserver.k8s.io/v1beta1', kind: 'EgressSelectorConfiguration',
+      egressSelections: [{ name: 'cluster', connection: { proxyProtocol: 'HTTPConnect', transport: { uds: { udsName: egress.socket } } } }],
+    }));
+    const toKubelet = await issueCert(pki, 'apiserver-kubelet-client', '/O=system:masters/CN=kube-apiserver-kubelet-client', 'client_ext');
+    kubeletArgs.push(`--egress-selector-config-file=${egressConfig}`, `--kubelet-client-certificate=${toKubelet.cert}`,
+      `--kubelet-client-key=${toKubelet.key}`, '--kubelet-preferred-address-types=InternalIP,Hostname');
+  }
 
   const sup = new Supervisor(workDir, logsDir);
   const adminTls = { ca: pki.caCert, cert: pki.admin.cert, key: pki.admin.key };
@@ -177,6 +203,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
       '--allow-privileged=true',
       '--profiling=false',
       '--shutdown-watch-termination-grace-period=2s',
+      ...kubeletArgs,
     ],
   };
   const cmSpec: SpawnSpec = {
@@ -188,7 +215,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
       `--authentication-kubeconfig=${cmKubeconfig}`,
       `--authorization-kubeconfig=${cmKubeconfig}`,
       '--leader-elect=false',
-      `--controllers=${CONTROLLERS}`,
+      `--controllers=${opts.realNodes ? `${CONTROLLERS},${NODE_CONTROLLERS}` : CONTROLLERS}`,
       // Each controller acts as its own service account, as on kubeadm
       // clusters, so RBAC and owner-reference admission see real identities.
       '--use-service-account-credentials=true',
@@ -244,6 +271,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
     }
   } catch (err) {
     await sup.close();
+    await egress?.close();
     throw err;
   }
 
@@ -255,6 +283,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
     workDir,
     logsDir,
     components,
+    issueClientCert: (name, subject) => issueCert(pki, name, subject, 'client_ext'),
     get pids(): ControlPlanePids {
       const live = (c: Component | undefined): number | undefined => (c && !c.exited ? c.pid : undefined);
       return { etcd: etcd!.pid, apiserver: live(apiserver), controllerManager: live(cm), scheduler: live(sched) };
@@ -265,6 +294,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
       if (apiserver) await sup.terminate(apiserver);
       if (etcd) await sup.terminate(etcd);
       await sup.close();
+      await egress?.close();
     },
     restartApiserver: async () => {
       if (apiserver) await sup.terminate(apiserver);
