@@ -75,7 +75,8 @@ async function main(): Promise<number> {
   const nodeFlags = values['node-flags'].split(' ').filter(Boolean);
   const lc = await startLocalCluster({ node: 'soak-node', say, agentMain: built.main, agentEnv: { NODE_ENV: 'production' }, agentNodeFlags: nodeFlags });
   try {
-    const { core, kubelet, agent } = lc;
+    const { core, agent } = lc;
+    const kubelet = lc.kubelet!; // the soak runs on the emulator
     const owners: V1ConfigMap[] = [];
     for (let i = 0; i < 10; i++) owners.push(await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: `soak-owner-${i}` } } }));
     const ref = (o: V1ConfigMap) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: o.metadata!.name!, uid: o.metadata!.uid! });

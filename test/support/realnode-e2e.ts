@@ -7,12 +7,12 @@
 // tests are then skipped with the reason printed, never silently.
 
 import { rm } from 'node:fs/promises';
-import { Writable } from 'node:stream';
-import { AppsV1Api, CoreV1Api, Exec, KubeConfig, StorageV1Api, type V1Pod, type V1Status } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { agentKubeconfig, apply, manifestObjects, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
 import { controlPlaneBinaries, newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
+import { podExec } from '../../localcluster/exec.ts';
 import { missingForRealNode, nodeBinaries, startRealNode, type RealNode } from '../../localcluster/node/realnode.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 
@@ -66,17 +66,9 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
       return e.agent;
     };
     await e.restartAgent();
-    const exec = new Exec(e.kc);
-    e.exec = (pod, command, container) => new Promise((resolve, reject) => {
-      let out = '';
-      let err = '';
-      const sink = (append: (s: string) => void) => new Writable({ write(chunk: Buffer, _enc, cb) { append(chunk.toString()); cb(); } });
-      exec.exec(pod.metadata!.namespace!, pod.metadata!.name!, container ?? pod.spec!.containers[0]!.name, command,
-        sink((s) => (out += s)), sink((s) => (err += s)), null, false, (status: V1Status) => {
-          if (status.status === 'Success') resolve(out);
-          else reject(new Error(`exec ${command.join(' ')} in ${pod.metadata!.name}: ${status.message ?? status.status} ${err}`));
-        }).catch(reject);
-    });
+    const exec = podExec(e.kc);
+    e.exec = (pod, command, container) =>
+      exec({ namespace: pod.metadata!.namespace!, name: pod.metadata!.name!, container: container ?? pod.spec!.containers[0]!.name }, command);
   }, 600_000);
   beforeEach((ctx) => {
     ctx.onTestFailed(async ({ task }) => console.error(`=== diagnostics for "${task.name}" ===\n${await diagnostics()}`));
