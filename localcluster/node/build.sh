@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prints the directory holding what a real node needs besides Debian's containerd and
 # runc: the kubelet (built from the same pinned k8s.io/kubernetes as the control plane),
+# `hollow` (kubemark's hollow kubelet, ./k8s/hollow, for many nodes on one machine),
 # and two OCI image archives made here, since no registry can be reached:
 #   busybox.tar  localhost/ownerrefs/busybox:local  Debian's busybox-static and its applets
 #   pause.tar    localhost/ownerrefs/pause:local    ./images/pause.c, built static
@@ -9,7 +10,7 @@ set -euo pipefail
 
 K8S_VERSION=v1.36.3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-bins=(kubelet busybox.tar pause.tar)
+bins=(kubelet hollow busybox.tar pause.tar)
 
 # shellcheck source=../cached-build.sh
 source "$here/../cached-build.sh"
@@ -18,7 +19,7 @@ log() { echo "[node/build] $*" >&2; }
 for tool in gcc busybox; do
   command -v "$tool" >/dev/null || { log "$tool is missing: install gcc and busybox-static (.ci/run does)"; exit 1; }
 done
-key=$(cd "$here" && cat k8s/go.mod k8s/go.sum images/* "$(command -v busybox)" | sha256sum | cut -c1-12)
+key=$(cd "$here" && cat k8s/go.mod k8s/go.sum k8s/hollow/*.go images/* "$(command -v busybox)" | sha256sum | cut -c1-12)
 cache_root=${OWNERREFS_NODE_CACHE:-$HOME/.cache/ownerrefs-node}
 dir=$cache_root/k8s-$K8S_VERSION-$key
 
@@ -28,8 +29,8 @@ vpkg=k8s.io/component-base/version
 start=$SECONDS
 log "building the kubelet $K8S_VERSION (cold: about 3.5 min on 2 cores; seconds after the control plane's build)"
 (cd "$here/k8s" && go build -ldflags="-s -w -X $vpkg.gitVersion=$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=36 -X $vpkg.gitTreeState=clean" \
-  -o "$tmp/" k8s.io/kubernetes/cmd/kubelet)
-log "kubelet built in $((SECONDS - start))s"
+  -o "$tmp/" k8s.io/kubernetes/cmd/kubelet ./hollow)
+log "kubelet and hollow kubelet built in $((SECONDS - start))s"
 
 rootfs=$(mktemp -d)
 trap 'rm -rf "$tmp" "$rootfs"' EXIT
