@@ -13,7 +13,7 @@
 //   2. stop the kubelet, then containerd
 //   3. kill containerd shims that outlived it (they are not its children)
 //   4. unmount what is still mounted below the work directory (volumes, overlay, shm)
-//   5. remove the work directory, the CNI bridge and the kubelet's pod cgroups
+//   5. remove the work directory, the node's CNI bridge and (last node out) the pod cgroups
 // A run that crashed before its teardown is reaped the same way on the next start.
 
 import { execFile } from 'node:child_process';
@@ -35,9 +35,17 @@ const run = promisify(execFile);
 export const NODE_WORKDIR_PREFIX = 'ownerrefs-node-';
 /** The images ./build.sh makes; pods use them with imagePullPolicy: Never. */
 export const IMAGES = { busybox: 'localhost/ownerrefs/busybox:local', pause: 'localhost/ownerrefs/pause:local' } as const;
-const BRIDGE = 'ownerrefs0';
 const CONTAINER_LOG_LINKS = '/var/log/containers';
-const POD_SUBNET = '10.244.77.0/24';
+
+/**
+ * Each node its own CNI bridge and pod subnet (10.244.N.0/24), named from its work
+ * directory, so two real nodes (a test run beside a demo, say) never share IP addresses.
+ */
+function network(workDir: string): { bridge: string; subnet: string } {
+  const id = path.basename(workDir).slice(NODE_WORKDIR_PREFIX.length);
+  const n = 10 + ([...id].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % 240);
+  return { bridge: `orf-${id}`.slice(0, 15), subnet: `10.244.${n}.0/24` };
+}
 
 export interface RealNode {
   readonly name: string;
@@ -157,10 +165,11 @@ state = "${workDir}/containerd/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "${cni}/net.d"
 `);
+  const { bridge, subnet } = network(workDir);
   await writeFile(path.join(cni, 'net.d', '10-ownerrefs.conflist'), JSON.stringify({
     cniVersion: '0.4.0', name: 'ownerrefs',
     plugins: [
-      { type: 'bridge', bridge: BRIDGE, isGateway: true, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: POD_SUBNET }]], dataDir: `${cni}/ipam` } },
+      { type: 'bridge', bridge, isGateway: true, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet }]], dataDir: `${cni}/ipam` } },
       { type: 'loopback' },
     ],
   }));
@@ -209,10 +218,8 @@ async function cleanUp(workDir: string): Promise<void> {
   for (const link of (existsSync(CONTAINER_LOG_LINKS) ? readdirSync(CONTAINER_LOG_LINKS) : []).map((n) => path.join(CONTAINER_LOG_LINKS, n))) {
     if (readLink(link).startsWith(`${workDir}/`)) await rm(link, { force: true });
   }
-  if (!readdirSync(os.tmpdir()).some((d) => d.startsWith(NODE_WORKDIR_PREFIX))) {
-    await run('ip', ['link', 'del', BRIDGE]).catch(() => undefined);
-    for (const root of ['/sys/fs/cgroup']) removeCgroups(root, 'kubepods');
-  }
+  await run('ip', ['link', 'del', network(workDir).bridge]).catch(() => undefined);
+  if (!readdirSync(os.tmpdir()).some((d) => d.startsWith(NODE_WORKDIR_PREFIX))) removeCgroups('/sys/fs/cgroup', 'kubepods');
 }
 
 /** Removes every `name` cgroup below root, deepest first; a busy one is left. */

@@ -3,9 +3,10 @@
 // kubelet root, in emptyDir mode and as the kubelet's CSI driver at once.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { V1DaemonSet, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1DaemonSet, type V1Deployment, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { mergePatch } from '../../localcluster/patch.ts';
+import { apiStatus } from '../support/cluster.ts';
 import { items } from '../support/e2e.ts';
 import { IMAGES, REAL_NODE_MISSING, useRealNode } from '../support/realnode-e2e.ts';
 
@@ -15,10 +16,11 @@ const container = (command: string[]) => ({
   volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo', readOnly: true }],
 });
 
-function daemonSet(name: string): V1DaemonSet {
+function daemonSet(name: string, serviceAccountName?: string): V1DaemonSet {
   return { metadata: { name }, spec: {
     selector: { matchLabels: { app: name } },
     template: { metadata: { labels: { app: name }, annotations: { 'ownerrefs.dev/volume': 'podinfo' } }, spec: {
+      ...(serviceAccountName ? { serviceAccountName } : {}),
       terminationGracePeriodSeconds: 1, containers: [container(['sleep', '3600'])],
       volumes: [{ name: 'podinfo', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
     } },
@@ -90,4 +92,69 @@ describe.skipIf(REAL_NODE_MISSING !== '')('on a real node (kubelet, containerd, 
     await e.waitFor(async () => (await e.core.readNamespacedPodLog({ name: csi.metadata!.name!, namespace: e.ns })).includes('"kind":"ReplicaSet"') || undefined,
       'the replacement CSI pod read its owner at start');
   });
+
+  it('the user story: a ConfigMap owned by the DaemonSet through the file read in the container outlives the pod, and goes with the DaemonSet', async () => {
+    const app = await configMapWriter();
+    const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: daemonSet('collector', 'app') });
+    const pod = await running('app=collector');
+    await readInside(pod, (n) => n.join() === 'collector', 'names the DaemonSet');
+    // What the app does: read the file, create its object with those owners (its own token: ConfigMaps only).
+    const owners = JSON.parse(await e.exec(pod, ['cat', '/etc/podinfo/dependentOwnerReferences'])) as V1OwnerReference[];
+    expect(owners).toEqual([{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'collector', uid: ds.metadata!.uid }]);
+    await app.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'state', ownerReferences: owners }, data: { k: 'v' } } });
+    // A canary owned by the pod: once the garbage collector has removed it, it has processed the
+    // pod's deletion (by the real kubelet), and the ConfigMap must still be there.
+    await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'canary', ownerReferences: [
+      { apiVersion: 'v1', kind: 'Pod', name: pod.metadata!.name!, uid: pod.metadata!.uid! },
+    ] } } });
+    await e.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns });
+    const gone = (name: string) => e.core.readNamespacedConfigMap({ name, namespace: e.ns }).then(() => false, (err: unknown) => apiStatus(err) === 404);
+    await e.waitFor(() => gone('canary'), 'the garbage collector removes the pod-owned canary');
+    await e.core.readNamespacedConfigMap({ name: 'state', namespace: e.ns }); // still there
+    const replacement = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=collector' }))
+      .items.find((p) => p.metadata!.uid !== pod.metadata!.uid && p.status?.phase === 'Running'), 'the replacement pod Running');
+    await readInside(replacement, (n) => n.join() === 'collector', 'the replacement names the DaemonSet');
+    await e.apps.deleteNamespacedDaemonSet({ name: 'collector', namespace: e.ns, propagationPolicy: 'Background' });
+    await e.waitFor(() => gone('state'), 'the garbage collector removes the ConfigMap with the DaemonSet');
+  });
+
+  it('node labels: paused, the container keeps its last owners; resumed, it catches up; env-file=false removes the file', async () => {
+    await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: daemonSet('labelled') });
+    const pod = await running('app=labelled');
+    await readInside(pod, (n) => n.join() === 'labelled', 'names the DaemonSet');
+    const label = (labels: Record<string, string | null>) => e.core.patchNode({ name: e.node.name, body: { metadata: { labels } } }, mergePatch);
+    await label({ 'ownerrefs.dev/paused': 'true' });
+    await e.waitFor(() => e.agent.lines.some((l) => l.msg === 'node settings changed' && (l.settings as { paused?: boolean }).paused === true), 'the agent applies paused=true');
+    await e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns, body: { metadata: { labels: { app: 'off' } } } }, mergePatch);
+    await e.waitFor(async () => ((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).metadata?.ownerReferences ?? []).length === 0 || undefined, 'the controller orphans the pod');
+    expect(items(await e.exec(pod, READ)).map((i) => i.name)).toEqual(['labelled']); // paused: as it was
+    await label({ 'ownerrefs.dev/paused': null });
+    await readInside(pod, (n) => n.length === 0, 'resumed: orphaned');
+    expect(await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences.env'])).toMatch(/^OWNER_REFERENCES=/);
+    await label({ 'ownerrefs.dev/env-file': 'false' });
+    await e.waitFor(async () => (await e.exec(pod, ['ls', '/etc/podinfo'])).split(/\s+/).includes('ownerReferences.env') ? undefined : true,
+      'ownerReferences.env gone from the container\'s view');
+    await label({ 'ownerrefs.dev/env-file': null });
+  });
+
+  /** Credentials of a ServiceAccount "app" that may create and get ConfigMaps, and nothing else. */
+  async function configMapWriter(): Promise<CoreV1Api> {
+    const rbac = e.kc.makeApiClient(RbacAuthorizationV1Api);
+    await e.core.createNamespacedServiceAccount({ namespace: e.ns, body: { metadata: { name: 'app' } } });
+    await rbac.createNamespacedRole({ namespace: e.ns, body: { metadata: { name: 'cm' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get'] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace: e.ns, body: {
+      metadata: { name: 'cm' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cm' },
+      subjects: [{ kind: 'ServiceAccount', name: 'app', namespace: e.ns }],
+    } });
+    const tr = await e.core.createNamespacedServiceAccountToken({ name: 'app', namespace: e.ns, body: { spec: { audiences: [] } } });
+    const cluster = e.kc.getCurrentCluster()!;
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: cluster.server, caFile: cluster.caFile, caData: cluster.caData }],
+      users: [{ name: 'app', token: tr.status!.token }],
+      contexts: [{ name: 'app', cluster: 'c', user: 'app' }],
+      currentContext: 'app',
+    });
+    return kc.makeApiClient(CoreV1Api);
+  }
 });
