@@ -93,6 +93,15 @@ describe.skipIf(REAL_NODE_MISSING !== '')('on a real node (kubelet, containerd, 
       'the replacement CSI pod read its owner at start');
   });
 
+  it('an agent restarted while CSI volumes are published keeps them current', async () => {
+    const pod = await running('app=csi');
+    await e.agent.stop();
+    await e.restartAgent(); // finds the published target from the kubelet's vol_data.json
+    expect(e.agent.lines.some((l) => l.msg === 'csi volumes published before the restart are kept current again')).toBe(true);
+    await e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns, body: { metadata: { labels: { app: 'csi-orphan' } } } }, mergePatch);
+    await readInside(pod, (n) => n.length === 0, 'orphaned by its ReplicaSet, after the agent restart');
+  });
+
   it('the user story: a ConfigMap owned by the DaemonSet through the file read in the container outlives the pod, and goes with the DaemonSet', async () => {
     const app = await configMapWriter();
     const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: daemonSet('collector', 'app') });
