@@ -74,7 +74,8 @@ describe('CSI mode', () => {
     expect(file('dependentOwnerReferences')).toBe(`[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"podinfo-csi","uid":"${ds.metadata!.uid}"}]`);
     expect(file('ownerReferences.env')).toBe(`OWNER_REFERENCES='${file()}'\n`);
 
-    // As in daemonset.test.ts: let a second pass so the controller's replacement pod is younger.
+    // The DaemonSet controller keeps the older of two pods by creation time at one-second
+    // resolution: let a second pass so the replacement pod it makes is younger.
     const created = new Date(pod.metadata!.creationTimestamp!).getTime();
     await waitFor(() => Date.now() >= created + 1_100, { describe: 'a new second on the API server clock' });
     const relabel = (app: string) => e.core.patchNamespacedPod({ name: ref.name, namespace: e.ns, body: { metadata: { labels: { app } } } }, mergePatch);

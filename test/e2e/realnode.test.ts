@@ -53,15 +53,24 @@ describe.skipIf(REAL_NODE_MISSING !== '')('on a real node (kubelet, containerd, 
     }, `${pod.metadata!.name}: ${what}, read from inside the container`);
 
   it("a DaemonSet pod's container reads its owners, orphaned and adopted again", async () => {
-    await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: daemonSet('podinfo') });
+    const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: daemonSet('podinfo') });
     const pod = await running('app=podinfo');
     await readInside(pod, (n) => n.join() === 'podinfo', 'names the DaemonSet');
-    // As in daemonset.test.ts: a new second, so the controller keeps this pod on re-adoption.
+    // Every file, byte for byte, as the container sees it.
+    const kep = '{"kind":"OwnerReference","apiVersion":"meta/v1","items":[{"apiVersion":"apps/v1","kind":"DaemonSet",' +
+      `"name":"podinfo","uid":"${ds.metadata!.uid}","controller":true,"blockOwnerDeletion":true}]}`;
+    expect(await e.exec(pod, READ)).toBe(kep);
+    expect(await e.exec(pod, ['cat', '/etc/podinfo/dependentOwnerReferences'])).toBe(`[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"podinfo","uid":"${ds.metadata!.uid}"}]`);
+    expect(await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences.env'])).toBe(`OWNER_REFERENCES='${kep}'\n`);
+    expect(await e.exec(pod, ['sh', '-c', '. /etc/podinfo/ownerReferences.env && printf %s "$OWNER_REFERENCES"'])).toBe(kep);
+    // On re-adoption the controller keeps the older of two daemon pods, by creation time at
+    // one-second resolution (ties by name): a new second, so the replacement it makes is younger.
     const created = new Date(pod.metadata!.creationTimestamp!).getTime();
     await e.waitFor(() => Date.now() >= created + 1_100, 'a new second');
     const relabel = (app: string) => e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns, body: { metadata: { labels: { app } } } }, mergePatch);
     await relabel('elsewhere');
     await readInside(pod, (n) => n.length === 0, 'orphaned: no owner');
+    expect(await e.exec(pod, ['cat', '/etc/podinfo/dependentOwnerReferences'])).toBe('[]');
     await relabel('podinfo');
     await readInside(pod, (n) => n.join() === 'podinfo', 'adopted again');
   });
@@ -69,7 +78,7 @@ describe.skipIf(REAL_NODE_MISSING !== '')('on a real node (kubelet, containerd, 
   it('a CSI volume has the files at the container\'s first instruction, read-only, and is unpublished with the pod', async () => {
     await e.apps.createNamespacedDeployment({ namespace: e.ns, body: csiDeployment('csi') });
     const pod = await running('app=csi');
-    const rs = pod.metadata!.ownerReferences![0]!;
+    const rs = pod.metadata!.ownerReferences![0]!; // the ReplicaSet, not the Deployment: direct owners, as in the KEP
     const first = await e.waitFor(async () => (await e.core.readNamespacedPodLog({ name: pod.metadata!.name!, namespace: e.ns })) || undefined, 'the container\'s first output');
     expect(items(first.trim())).toEqual([expect.objectContaining({ kind: 'ReplicaSet', name: rs.name, uid: rs.uid })]);
     await expect(e.exec(pod, ['touch', '/etc/podinfo/x'])).rejects.toThrow(/Read-only file system/);
@@ -111,6 +120,11 @@ describe.skipIf(REAL_NODE_MISSING !== '')('on a real node (kubelet, containerd, 
     const owners = JSON.parse(await e.exec(pod, ['cat', '/etc/podinfo/dependentOwnerReferences'])) as V1OwnerReference[];
     expect(owners).toEqual([{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'collector', uid: ds.metadata!.uid }]);
     await app.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'state', ownerReferences: owners }, data: { k: 'v' } } });
+    // The verbatim KEP items carry blockOwnerDeletion: OwnerReferencesPermissionEnforcement refuses them to this account.
+    const verbatim = (JSON.parse(await e.exec(pod, READ)) as { items: V1OwnerReference[] }).items;
+    const refused = await app.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'verbatim', ownerReferences: verbatim } } })
+      .then(() => undefined, (err: unknown) => err);
+    expect(apiStatus(refused)).toBe(403);
     // A canary owned by the pod: once the garbage collector has removed it, it has processed the
     // pod's deletion (by the real kubelet), and the ConfigMap must still be there.
     await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'canary', ownerReferences: [
@@ -140,10 +154,19 @@ describe.skipIf(REAL_NODE_MISSING !== '')('on a real node (kubelet, containerd, 
     await label({ 'ownerrefs.dev/paused': null });
     await readInside(pod, (n) => n.length === 0, 'resumed: orphaned');
     expect(await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences.env'])).toMatch(/^OWNER_REFERENCES=/);
-    await label({ 'ownerrefs.dev/env-file': 'false' });
-    await e.waitFor(async () => (await e.exec(pod, ['ls', '/etc/podinfo'])).split(/\s+/).includes('ownerReferences.env') ? undefined : true,
-      'ownerReferences.env gone from the container\'s view');
-    await label({ 'ownerrefs.dev/env-file': null });
+    const listed = async () => (await e.exec(pod, ['ls', '/etc/podinfo'])).split(/\s+/).filter(Boolean);
+    await label({ 'ownerrefs.dev/env-file': 'false', 'ownerrefs.dev/dependents-file': 'false' });
+    await e.waitFor(async () => (await listed()).join() === 'ownerReferences' || undefined, 'only ownerReferences left in the container\'s view');
+    await label({ 'ownerrefs.dev/env-file': 'true' });
+    await e.waitFor(async () => (await listed()).join() === 'ownerReferences,ownerReferences.env' || undefined, 'the env file back, dependents still off');
+    // An invalid value: a Warning Event on the Node, and the last good setting kept.
+    await label({ 'ownerrefs.dev/env-file': 'maybe' });
+    const ev = await e.waitFor(async () => (await e.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${e.node.name}` }))
+      .items.find((x) => x.reason === 'OwnerRefsInvalidNodeLabel' && x.message?.includes('"maybe"')), 'a Warning Event on the Node');
+    expect(ev).toMatchObject({ type: 'Warning', involvedObject: { kind: 'Node' } });
+    expect(ev.message).toMatch(/use "true" or "false"; keeping ownerrefs.dev\/env-file=true/);
+    expect(await listed()).toContain('ownerReferences.env');
+    await label({ 'ownerrefs.dev/env-file': null, 'ownerrefs.dev/dependents-file': null });
   });
 
   /** Credentials of a ServiceAccount "app" that may create and get ConfigMaps, and nothing else. */
