@@ -3,6 +3,7 @@
 // agent's requests by itself (server-side, independent of the agent's own metric).
 
 import { execFileSync } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiClient, ApiError } from '../../agent/kube/client.ts';
@@ -77,10 +78,12 @@ export async function startBenchCluster(nodeName: string, workDir: string): Prom
       async stop() {
         api.close();
         await cp.stop();
+        await rm(cp.workDir, { recursive: true, force: true }); // else every bench run leaves one in /tmp
       },
     };
   } catch (err) {
     await cp.stop();
+    await rm(cp.workDir, { recursive: true, force: true });
     throw err;
   }
 }

@@ -174,9 +174,17 @@ function alive(pid: number): boolean {
   }
 }
 
+/** True while the process that made workDir (this one included) is alive: not a leftover. */
+export function ownerAlive(workDir: string): boolean {
+  const ownerPath = join(workDir, 'owner');
+  const owner = existsSync(ownerPath) ? Number(readFileSync(ownerPath, 'utf8').trim()) : NaN;
+  return Number.isInteger(owner) && alive(owner);
+}
+
 // Kills processes recorded in <workDir>/pids by a runner that is no longer
-// alive, then deletes that workDir. Used at setup for the previous run's dirs.
-export async function reapStale(workDir: string): Promise<boolean> {
+// alive, then deletes that workDir (unless told not to: a real node unmounts first).
+// Used at setup for the previous run's dirs. True when the workDir was stale.
+export async function reapStale(workDir: string, opts: { remove?: boolean } = {}): Promise<boolean> {
   const ownerPath = join(workDir, 'owner');
   const pidsPath = join(workDir, 'pids');
   if (!existsSync(pidsPath)) return false;
@@ -200,6 +208,6 @@ export async function reapStale(workDir: string): Promise<boolean> {
       }
     }
   }
-  if (owner !== process.pid) await rm(workDir, { recursive: true, force: true });
+  if (owner !== process.pid && opts.remove !== false) await rm(workDir, { recursive: true, force: true });
   return true;
 }

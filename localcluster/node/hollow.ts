@@ -4,6 +4,7 @@
 // directories, so an agent pointed at its root serves its pods as on any node; no
 // container runs, so nothing can be read from inside one (that is the real node's job).
 
+import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { writeKubeconfig } from '../controlplane/certs.ts';
 import type { ControlPlane } from '../controlplane/controlplane.ts';
 import { freePort } from '../controlplane/net.ts';
-import { Supervisor, type Component } from '../controlplane/process.ts';
+import { ownerAlive, reapStale, Supervisor, type Component } from '../controlplane/process.ts';
 import { waitFor } from '../wait.ts';
 
 export const HOLLOW_WORKDIR_PREFIX = 'ownerrefs-hollow-';
@@ -26,6 +27,7 @@ export interface HollowNode {
 }
 
 export async function startHollowNode(opts: { cp: ControlPlane; name: string; binDir: string }): Promise<HollowNode> {
+  await reapLeftoverHollowNodes();
   const workDir = await mkdtemp(path.join(os.tmpdir(), HOLLOW_WORKDIR_PREFIX));
   const logsDir = path.join(workDir, 'logs');
   const kubeletRoot = path.join(workDir, 'kubelet');
@@ -66,5 +68,13 @@ export async function startHollowNode(opts: { cp: ControlPlane; name: string; bi
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** Work directories of runs that died without their teardown (their watchdog killed the kubelets). */
+async function reapLeftoverHollowNodes(): Promise<void> {
+  for (const d of readdirSync(os.tmpdir()).filter((x) => x.startsWith(HOLLOW_WORKDIR_PREFIX))) {
+    const dir = path.join(os.tmpdir(), d);
+    if (!ownerAlive(dir)) await reapStale(dir); // other nodes of this very process are not leftovers
   }
 }

@@ -27,7 +27,7 @@ import { writeKubeconfig } from '../controlplane/certs.ts';
 import type { ControlPlane } from '../controlplane/controlplane.ts';
 import { freePort } from '../controlplane/net.ts';
 import { mergePatch } from '../patch.ts';
-import { Supervisor, type Component } from '../controlplane/process.ts';
+import { ownerAlive, reapStale, Supervisor, type Component } from '../controlplane/process.ts';
 import { waitFor } from '../wait.ts';
 
 const run = promisify(execFile);
@@ -237,13 +237,7 @@ function removeCgroups(root: string, name: string): void {
 export async function reapLeftoverNodes(): Promise<void> {
   for (const d of readdirSync(os.tmpdir()).filter((x) => x.startsWith(NODE_WORKDIR_PREFIX))) {
     const dir = path.join(os.tmpdir(), d);
-    const owner = Number(readText(path.join(dir, 'owner')).trim());
-    if (owner && alive(owner)) continue;
-    for (const line of readText(path.join(dir, 'pids')).split('\n')) {
-      const pid = Number(line.split(' ')[0]);
-      if (pid && alive(pid)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
-    }
-    await cleanUp(dir);
+    if (!ownerAlive(dir) && await reapStale(dir, { remove: false })) await cleanUp(dir); // other nodes of this process are not leftovers
   }
 }
 
@@ -280,10 +274,6 @@ function readLink(p: string): string {
 
 function readText(p: string): string {
   try { return readFileSync(p, 'utf8'); } catch { return ''; }
-}
-
-function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
 }
 
 function tail(logsDir: string, name: string): string {
