@@ -57,9 +57,13 @@ export interface RealNode {
   stop(): Promise<void>;
 }
 
-/** What a real node needs of the machine; empty when it has everything. */
+/**
+ * What a real node needs of the machine; empty when it has everything.
+ * OWNERREFS_REAL_NODE=off pretends something is missing (to exercise the fallbacks).
+ */
 export function missingForRealNode(): string[] {
   const missing: string[] = [];
+  if (process.env.OWNERREFS_REAL_NODE === 'off') missing.push('nothing (OWNERREFS_REAL_NODE=off)');
   if (process.getuid?.() !== 0) missing.push('root');
   for (const bin of ['containerd', 'runc', 'ctr']) if (!onPath(bin)) missing.push(bin);
   if (!existsSync('/usr/lib/cni/bridge')) missing.push('CNI plugins (/usr/lib/cni)');

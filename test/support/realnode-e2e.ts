@@ -3,8 +3,11 @@
 // agent as a real process on that node's kubelet root with the RBAC of daemonset.yaml,
 // and a way to read files from inside a pod's container (exec through the API server).
 //
-// A machine without root, containerd, runc or cgroups cannot run a real node: the file's
-// tests are then skipped with the reason printed, never silently.
+// A machine without root, containerd, runc or cgroups cannot run a real node: the file
+// then runs on a hollow node (kubemark's: real volume directories, no containers), says
+// so, and reads the files on the host where it would have read them in the container;
+// tests that need a container (its log, a read-only mount, a shell) are skipped there,
+// with the reason printed. OWNERREFS_REAL_NODE=off forces that fallback.
 
 import { rm } from 'node:fs/promises';
 import { AppsV1Api, CoreV1Api, KubeConfig, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
@@ -13,6 +16,9 @@ import { agentKubeconfig, apply, manifestObjects, startAgentProcess, type AgentP
 import { controlPlaneBinaries, newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
 import { podExec } from '../../localcluster/exec.ts';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { startHollowNode } from '../../localcluster/node/hollow.ts';
 import { missingForRealNode, nodeBinaries, startRealNode, type RealNode } from '../../localcluster/node/realnode.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 
@@ -20,13 +26,19 @@ export { IMAGES } from '../../localcluster/node/realnode.ts';
 
 /** Why this machine cannot run a real node, or '' when it can. */
 export const REAL_NODE_MISSING = missingForRealNode().join(', ');
-if (REAL_NODE_MISSING) console.warn(`real-node tests SKIPPED: this machine lacks ${REAL_NODE_MISSING} (CI installs and runs them)`);
+/** True when tests run in real containers; false on the hollow-node fallback. */
+export const CONTAINERS = REAL_NODE_MISSING === '';
+if (!CONTAINERS) {
+  console.warn(`NO REAL NODE: this machine lacks ${REAL_NODE_MISSING}; real-node tests run on a hollow node, ` +
+    'reading files on the host, and those that need a container are SKIPPED (CI installs what is needed and runs them all)');
+}
 
 export interface RealNodeE2E {
   kc: KubeConfig;
   core: CoreV1Api;
   apps: AppsV1Api;
   cp: ControlPlane;
+  /** The real node, or on the fallback a hollow node (restartKubelet is then unsupported). */
   node: RealNode;
   agent: AgentProcess;
   ns: string;
@@ -46,13 +58,12 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
   ].join('\n');
   e.waitFor = (fn, describe, timeoutMs = 60_000) => waitFor(fn, { timeoutMs, intervalMs: 100, describe, diagnostics });
   beforeAll(async () => {
-    if (REAL_NODE_MISSING) return;
     e.cp = await startControlPlane({ binDir: await controlPlaneBinaries(), workDir: await newWorkDir(), realNodes: true });
     e.kc = new KubeConfig();
     e.kc.loadFromFile(e.cp.kubeconfigPath);
     e.core = e.kc.makeApiClient(CoreV1Api);
     e.apps = e.kc.makeApiClient(AppsV1Api);
-    e.node = await startRealNode({ cp: e.cp, name: `${prefix}-node`, binDir: await nodeBinaries() });
+    e.node = CONTAINERS ? await startRealNode({ cp: e.cp, name: `${prefix}-node`, binDir: await nodeBinaries() }) : await hollowAsNode(e.cp, `${prefix}-node`);
     // The CSIDriver too (the kubelet looks it up on every publish); not the DaemonSet.
     await apply(e.kc, manifestObjects().filter((o) => o.kind === 'CSIDriver'));
     await e.kc.makeApiClient(StorageV1Api).readCSIDriver({ name: 'ownerrefs.dev' });
@@ -67,8 +78,9 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
     };
     await e.restartAgent();
     const exec = podExec(e.kc);
-    e.exec = (pod, command, container) =>
-      exec({ namespace: pod.metadata!.namespace!, name: pod.metadata!.name!, container: container ?? pod.spec!.containers[0]!.name }, command);
+    e.exec = CONTAINERS
+      ? (pod, command, container) => exec({ namespace: pod.metadata!.namespace!, name: pod.metadata!.name!, container: container ?? pod.spec!.containers[0]!.name }, command)
+      : async (pod, command) => readOnHost(e.node.kubeletRoot, pod, command);
   }, 600_000);
   beforeEach((ctx) => {
     ctx.onTestFailed(async ({ task }) => console.error(`=== diagnostics for "${task.name}" ===\n${await diagnostics()}`));
@@ -81,4 +93,28 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
     if (code !== undefined && code !== 0) throw new Error(`agent exited ${code} on SIGTERM`);
   }, 300_000);
   return e;
+}
+
+async function hollowAsNode(cp: ControlPlane, name: string): Promise<RealNode> {
+  const n = await startHollowNode({ cp, name, binDir: await nodeBinaries() });
+  return {
+    name: n.name, kubeletRoot: n.kubeletRoot, workDir: path.dirname(n.kubeletRoot), logsDir: n.logsDir, stop: () => n.stop(),
+    restartKubelet: () => Promise.reject(new Error('a hollow node has no kubelet restart here')),
+  };
+}
+
+/**
+ * The fallback's stand-in for exec: `cat` and `ls` of /etc/podinfo, answered from the
+ * volume directory that the container would have mounted there (emptyDir or CSI target).
+ */
+function readOnHost(kubeletRoot: string, pod: V1Pod, command: string[]): string {
+  const [cmd, target] = command;
+  if ((cmd !== 'cat' && cmd !== 'ls') || !target?.startsWith('/etc/podinfo') || command.length !== 2) {
+    throw new Error(`no container on a hollow node: cannot run ${JSON.stringify(command)}`);
+  }
+  const volume = pod.spec!.volumes!.find((v) => v.name === 'podinfo')!;
+  const volumes = path.join(kubeletRoot, 'pods', pod.metadata!.uid!, 'volumes');
+  const dir = volume.csi ? path.join(volumes, 'kubernetes.io~csi', 'podinfo', 'mount') : path.join(volumes, 'kubernetes.io~empty-dir', 'podinfo');
+  const onHost = path.join(dir, target.slice('/etc/podinfo'.length));
+  return cmd === 'cat' ? readFileSync(onHost, 'utf8') : `${readdirSync(onHost).filter((n) => !n.startsWith('.')).sort().join('\n')}\n`;
 }
