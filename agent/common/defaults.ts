@@ -35,6 +35,10 @@ export const WATCH_BACKOFF = { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_0
 export const SYNC_RETRY = { initialMs: 500, maxMs: 60_000 } as const;
 /** Warning Events per object and reason: a burst, then one per refill period. */
 export const EVENT_LIMIT = { burst: 3, refillMs: 120_000 } as const;
+/** Events posted to the API server at once; the others wait their turn. */
+export const EVENT_IN_FLIGHT = 16;
+/** Events waiting at most: past this (a flood no per-object limit stopped) one is dropped and counted. */
+export const EVENT_QUEUE = 1_000;
 /** Log lines about one pod's failures: a burst, then one per refill period. */
 export const FAILURE_LOG_LIMIT = { burst: 3, refillMs: 60_000 } as const;
 

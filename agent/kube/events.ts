@@ -1,12 +1,15 @@
 // Kubernetes Events on the object at fault, rate-limited per object so a pod that
 // keeps failing cannot flood the API server, and fire-and-forget so a slow API
-// never delays projection.
+// never delays projection. At most EVENT_IN_FLIGHT are posted at once; the rest wait
+// in a queue, so every object gets its first Event however many fail at once (an
+// agent starting on a node with dozens of misconfigured pods). Only past EVENT_QUEUE
+// waiting Events, a flood no per-object limit stopped, is an Event dropped and counted.
 
 import type { Logger } from 'pino';
 import { F } from '../monitoring/logfields.ts';
 import { KeyedRateLimiter } from '../common/ratelimit.ts';
 import type { Clock } from '../common/clock.ts';
-import { EVENT_LIMIT } from '../common/defaults.ts';
+import { EVENT_IN_FLIGHT, EVENT_LIMIT, EVENT_QUEUE } from '../common/defaults.ts';
 import type { ApiClient } from './client.ts';
 
 export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';
@@ -26,13 +29,13 @@ export interface EventSink {
 }
 
 const MAX_MESSAGE = 1024;
-const MAX_IN_FLIGHT = 16;
 
 export class ApiEventSink implements EventSink {
   readonly #client: ApiClient;
   readonly #node: string;
   readonly #log: Logger;
   readonly #limiter: KeyedRateLimiter;
+  readonly #waiting: (() => Promise<void>)[] = [];
   #inFlight = 0;
 
   constructor(opts: { client: ApiClient; node: string; log: Logger; clock?: Clock }) {
@@ -43,14 +46,25 @@ export class ApiEventSink implements EventSink {
   }
 
   warn(obj: InvolvedObject, reason: string, message: string): boolean {
+    if (this.#waiting.length >= EVENT_QUEUE) return false; // a flood: keep memory bounded
     const suppressed = this.#limiter.take(`${obj.kind}/${obj.namespace ?? ''}/${obj.name}/${reason}`);
-    if (suppressed === null || this.#inFlight >= MAX_IN_FLIGHT) return false;
+    if (suppressed === null) return false;
     const text = (suppressed > 0 ? `${message} (${suppressed} similar events suppressed)` : message).slice(0, MAX_MESSAGE);
-    this.#inFlight++;
-    this.#post(obj, reason, text)
-      .catch((err: unknown) => this.#log.warn({ [F.err]: err, [F.reason]: reason }, 'could not record event'))
-      .finally(() => this.#inFlight--);
+    this.#waiting.push(() => this.#post(obj, reason, text)
+      .catch((err: unknown) => this.#log.warn({ [F.err]: err, [F.reason]: reason }, 'could not record event')));
+    this.#pump();
     return true;
+  }
+
+  #pump(): void {
+    while (this.#inFlight < EVENT_IN_FLIGHT && this.#waiting.length > 0) {
+      const post = this.#waiting.shift()!;
+      this.#inFlight++;
+      void post().finally(() => {
+        this.#inFlight--;
+        this.#pump();
+      });
+    }
   }
 
   async #post(obj: InvolvedObject, reason: string, message: string): Promise<void> {

@@ -48,7 +48,7 @@ export class AgentMetrics {
 
   readonly eventsDropped = new Counter({
     name: 'ownerrefs_events_dropped_total',
-    help: 'Kubernetes Events not sent because of per-object rate limiting.',
+    help: 'Kubernetes Events not sent: an object over its rate limit, or more than 1,000 waiting for the API server.',
     registers: [this.registry],
   });
 

@@ -177,15 +177,17 @@ describe('a pod that keeps failing', () => {
 });
 
 describe('ApiEventSink bounds', () => {
-  it('at most 16 Events in flight: a stalled API server drops, never queues', async () => {
+  it('a stalled API server: 16 Events in flight, at most 1,000 waiting, the rest dropped; the waiting ones go out once it answers', async () => {
     const api = new FakeApi();
     api.hold = true;
     const sink = new ApiEventSink({ client: api, node: 'n1', log: pino({ level: 'silent' }) });
-    const sent = Array.from({ length: 100 }, (_, i) => sink.warn({ kind: 'Pod', name: `p${i}`, namespace: 'default' }, 'R', 'm'));
-    expect(sent.filter(Boolean)).toHaveLength(16);
+    const sent = Array.from({ length: 1_100 }, (_, i) => sink.warn({ kind: 'Pod', name: `p${i}`, namespace: 'default' }, 'R', 'm'));
+    expect(sent.filter(Boolean)).toHaveLength(1_016);
     expect(api.posted).toHaveLength(16);
-    api.release();
-    await waitFor(() => sink.warn({ kind: 'Pod', name: 'after', namespace: 'default' }, 'R', 'm'));
+    await waitFor(() => {
+      api.release();
+      return api.posted.length === 1_016;
+    });
   });
 
   it('messages are capped at 1 KiB whatever the caller passes', () => {
