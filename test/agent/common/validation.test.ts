@@ -25,6 +25,15 @@ describe('describe()', () => {
   });
 
   it('bounds long pod-controlled text and says how long it was', () => {
-    expect(quote('x'.repeat(1000))).toBe(JSON.stringify(`${'x'.repeat(80)}…(1000 chars)`));
+    expect(quote('x'.repeat(1000))).toBe(`"${'x'.repeat(80)}…(1000 chars)"`);
+  });
+
+  it.each([
+    ['a Cyrillic look-alike', 'p\u043edinfo', '"p\\u043edinfo"'],
+    ['a zero-width space', 'pod\u200binfo', '"pod\\u200binfo"'],
+    ['an emoji (two UTF-16 units)', 'pod🎉', '"pod\\ud83c\\udf89"'],
+    ['a raw control byte', 'a\u001bb', '"a\\u001bb"'],
+  ])('makes %s visible', (_what, input, shown) => {
+    expect(quote(input)).toBe(shown);
   });
 });
