@@ -261,6 +261,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       // Check the disk first only when asked (start, resync, dir events, after a failure);
       // otherwise the fingerprint changed, so the bytes on disk are known to differ.
       const verify = this.#pods.takeVerify(t, v.name);
+      const hadFiles = t.stamps.has(v.name); // gone after a failure: a second failure is not news
       try {
         const r = await this.#sync.run(uid, t, v, { verify, remove });
         if (this.#pods.get(uid) !== t) return; // deleted meanwhile
@@ -270,8 +271,12 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
         }
       } catch (err) {
         const e = err as ProjectionError; // VolumeSync throws ProjectionErrors only
-        // Not there yet (or torn down): the directory watch brings us back. Not misuse.
-        if (e.reason === 'VolumeNotFound') continue;
+        // Not there yet (or torn down): the directory watch brings us back. Not misuse, so no
+        // Event; but a volume that held our files vanishing under a tracked pod is worth a line.
+        if (e.reason === 'VolumeNotFound') {
+          if (hadFiles) this.#o.log.info({ [F.pod]: podKey(t), [F.podUID]: uid, [F.volume]: v.name }, 'volume gone while the pod is tracked (the kubelet tore it down); waiting for it to come back');
+          continue;
+        }
         failed = true;
         this.#report(t, e);
       }

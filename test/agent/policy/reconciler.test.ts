@@ -175,3 +175,23 @@ describe('Reconciler', () => {
     expect(await k.metrics.registry.getSingleMetric('ownerrefs_pods_tracked')!.get()).toMatchObject({ values: [{ value: 1 }] });
   });
 });
+
+describe('Reconciler when the kubelet removes a volume', () => {
+  it('logs it once at info, sends no Event, and serves the volume again when it comes back', async () => {
+    const k = agentKit();
+    const p = pod();
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(() => existsSync(path.join(vol, FILES.ownerReferences)));
+    rmSync(path.dirname(path.dirname(vol)), { recursive: true }); // the pod's volumes directory, torn down
+    for (let i = 0; i < 3; i++) {
+      k.reconciler.resyncAll();
+      await k.reconciler.idle();
+    }
+    const gone = k.lines.filter((l) => l.msg === 'volume gone while the pod is tracked (the kubelet tore it down); waiting for it to come back');
+    expect(gone).toEqual([expect.objectContaining({ level: 30, volume: 'podinfo', podUID: p.metadata!.uid })]);
+    expect(k.events.sent).toEqual([]);
+    makeVolume(k.root, p.metadata!.uid!);
+    await waitFor(() => existsSync(path.join(vol, FILES.ownerReferences)));
+  });
+});
