@@ -50,6 +50,10 @@
  *   6. Close the temporary.
  *   7. rename(temporary, name): atomic replace; a symlink at the name is replaced,
  *      not followed; a directory there fails and is reported as NameTaken.
+ *  7a. lstat(name): it must be the inode written in step 5. If the pod swapped the
+ *      temporary for something else between steps 6 and 7, the rename moved the pod's
+ *      entry onto the name: NameTaken, and the retry writes the file again. (Node has no
+ *      O_TMPFILE+linkat or RENAME_NOREPLACE; this is how the window is closed.)
  *   8. Unlink names in `remove` that are agent-owned regular files (a file turned off).
  *   9. Close the directory descriptor: nothing is held in a pod's volume between syncs.
  *  On failure after step 4 the temporary is unlinked, and the old file is untouched.
@@ -309,6 +313,11 @@ async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedF
       throw new ProjectionError('NameTaken', `${f.path} exists and is a directory; delete it so the agent can write the file`, { file: f.path }, err);
     }
     throw ioError(err, f.path, 'writing');
+  }
+  const now = await lstatOrNull(ops, final, f.path); // step 7a
+  if (!now || stamp(now) !== written) {
+    throw new ProjectionError('NameTaken', `${f.path}: the temporary file was replaced by something else while it was written ` +
+      '(a process in the pod wrote into the volume); the file will be written again', { file: f.path });
   }
   return written;
 }

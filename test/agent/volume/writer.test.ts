@@ -3,6 +3,7 @@ import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, sta
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ProjectionError } from '../../../agent/common/errors.ts';
+import { inlineOps, threadPoolOps, type FsOps } from '../../../agent/volume/fsops.ts';
 import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../../agent/volume/writer.ts';
 import { ALL_FILE_NAMES, FILES, project } from '../../../projections/index.ts';
 import { owner, pod } from '../../support/fixtures.ts';
@@ -177,5 +178,31 @@ describe.each([{ memory: false }, { memory: true }])('FsVolumeWriter (memory-bac
     const { root } = setup();
     const err = await syncError(writer.sync({ root, components: ['pods', c] }, files()));
     expect(err.reason).toBe('UnsafePath');
+  });
+});
+
+describe('FsVolumeWriter against a temporary swapped between close and rename', () => {
+  it.each([{ memory: false }, { memory: true }])('detects it by inode, reports NameTaken, follows nothing, and the next sync heals (memory: $memory)', async ({ memory: m }) => {
+    const { root, vol, outside } = setup();
+    // The seam lets the test act exactly in the window: just before the rename, the "pod"
+    // replaces the agent's closed temporary with a symlink to a host file.
+    const swap = (ops: FsOps): FsOps => ({
+      ...ops,
+      async rename(from, to) {
+        if (path.basename(from).startsWith(TEMP_PREFIX) && path.basename(to) === FILES.ownerReferences) {
+          rmSync(from);
+          symlinkSync(path.join(outside, 'secret'), from);
+        }
+        return ops.rename(from, to);
+      },
+    });
+    const attacked = new FsVolumeWriter({ ops: { memory: swap(inlineOps), disk: swap(threadPoolOps) } });
+    const t = { ...target(root), memory: m };
+    const err = await syncError(attacked.sync(t, files()));
+    expect(err).toMatchObject({ reason: 'NameTaken', context: { file: FILES.ownerReferences } });
+    expect(readFileSync(path.join(outside, 'secret'), 'utf8')).toBe('host data'); // nothing written through it
+    await new FsVolumeWriter().sync(t, files());
+    expect(lstatSync(path.join(vol, FILES.ownerReferences)).isFile()).toBe(true);
+    expect(readFileSync(path.join(vol, FILES.ownerReferences), 'utf8')).toBe(files().find((f) => f.path === FILES.ownerReferences)!.bytes.toString());
   });
 });
