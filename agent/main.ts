@@ -12,11 +12,13 @@ Commands:
   run      watch this node's pods and project their ownerReferences into their volumes
   render   print (or write) the files the agent would write for one Pod manifest
 
-Run "ownerrefs-agent <command> --help" for a command's flags.
+Run "ownerrefs-agent <command> --help" for a command's flags. --debug adds the stack
+trace to an error message. Exit codes: 0 done, 1 bad input or a failure, 2 bad usage,
+3 (render) the agent would refuse the pod.
 `;
 
 async function main(argv: string[]): Promise<number> {
-  const [cmd, ...rest] = argv;
+  const [cmd, ...rest] = argv.filter((a) => a !== '--debug'); // --debug: see the error handler below
   if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help') {
     process.stdout.write(HELP);
     return cmd === undefined ? 2 : 0;
@@ -29,8 +31,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'render') {
     // Loaded on demand: `run` on every node should not carry the YAML parser.
-    await (await import('./cli/render.ts')).render(rest, process.stdin, process.stdout);
-    return 0;
+    return (await import('./cli/render.ts')).render(rest, process.stdin, process.stdout, process.stderr);
   }
   if (cmd !== 'run') return unknownCommand(cmd);
 
@@ -55,18 +56,24 @@ function unknownCommand(cmd: string): number {
   return 2;
 }
 
-/** Bad flags or values: say so briefly and exit 2, as CLIs do; anything else is a bug or an I/O error. */
+/** Bad flags or values: exit 2, as CLIs do. Everything else the user can meet (bad input, a missing file) is 1. */
 function isUsageError(err: unknown): boolean {
   return err instanceof ConfigError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
 }
 
-main(process.argv.slice(2)).then(
+/** One line, whatever the message holds: controls (from the user's input) escaped, never raw on a terminal. */
+function oneLine(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f]/g, (c) => (c === '\n' ? ' ' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => { process.exitCode = code; },
   (err: unknown) => {
-    const usage = isUsageError(err);
-    // System errors (ENOENT on a FILE argument, say) speak for themselves; others are bugs: show where.
-    const brief = usage || (err instanceof Error && 'code' in err);
-    process.stderr.write(`ownerrefs-agent: ${err instanceof Error ? (brief ? err.message : err.stack) : String(err)}\n`);
-    process.exitCode = usage ? 2 : 1;
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`ownerrefs-agent: ${oneLine(message)}\n`);
+    // The stack is for us, not the user: only on request.
+    if (argv.includes('--debug') && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = isUsageError(err) ? 2 : 1;
   },
 );

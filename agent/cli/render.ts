@@ -1,46 +1,87 @@
-// `ownerrefs-agent render`: what would the agent write for this pod? Reads one Pod
-// manifest (YAML or JSON), prints {file: content} or writes the files into a
-// directory through the agent's own writer.
+// `ownerrefs-agent render`: the agent's exact dry run for one Pod manifest. It runs the
+// agent's own admission (policy/admission.ts: opt-in, the annotation's volumes, the size
+// limit) and either prints the files the agent would write, or the refusals it would
+// report as Warning Events, and writes nothing.
+//
+// Exit codes: 0 the files; 1 bad input (not a Pod manifest); 2 bad usage; 3 the agent
+// would refuse this pod (each refusal on stderr as "Reason: message").
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { project, type PodMeta } from '../../projections/index.ts';
+import { MAX_BYTES } from '../common/defaults.ts';
+import { ConfigError } from '../common/errors.ts';
+import { DRIVER_NAME } from '../csi/driver.ts';
+import { admit } from '../policy/admission.ts';
+import type { PodView } from '../policy/podtable.ts';
+import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
 import { FsVolumeWriter } from '../volume/writer.ts';
 
-export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--no-env-file] [--no-dependents-file] [FILE|-]
+export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--no-env-file] [--no-dependents-file] [--max-bytes N] [FILE|-]
 
-Render the files the agent would write for one Pod manifest (YAML or JSON; "-" or
-no FILE reads standard input). Without --out, prints a JSON object mapping each
-file name to its content. With --out DIR, writes the files into DIR (which must
-exist) through the agent's own atomic, symlink-safe writer.
+The agent's dry run for one Pod manifest (YAML or JSON; "-" or no FILE reads standard
+input). Prints a JSON object mapping each file name to the content the agent would write,
+or, with --out DIR, writes the files into DIR (which must exist) through the agent's own
+atomic, symlink-safe writer. A pod the agent would refuse (no opt-in, an invalid
+annotation, a volume that is not an emptyDir, files over --max-bytes) gets the agent's
+reasons on standard error, nothing is written, and the exit code is 3.
 `;
 
-export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream): Promise<void> {
+/** Exit code for a pod the agent would refuse. */
+export const EXIT_REFUSED = 3;
+/** Stands in for metadata.uid, which a manifest does not carry (the API server assigns it). */
+const PLACEHOLDER_UID = '00000000-0000-4000-8000-000000000000';
+
+export class InputError extends Error {
+  override name = 'InputError';
+}
+
+export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
       out: { type: 'string' },
       'no-env-file': { type: 'boolean' },
       'no-dependents-file': { type: 'boolean' },
+      'max-bytes': { type: 'string' },
     },
     allowPositionals: true,
     strict: true,
   });
-  if (positionals.length > 1) throw new Error('render takes at most one FILE');
+  if (positionals.length > 1) throw new ConfigError(`render takes at most one FILE, got ${positionals.length}`);
+  const maxBytes = Number(values['max-bytes'] ?? MAX_BYTES);
+  if (!Number.isInteger(maxBytes) || maxBytes < 1024) throw new ConfigError(`--max-bytes must be a whole number >= 1024, got ${JSON.stringify(values['max-bytes'])}`);
   const source = positionals[0];
   const text = source === undefined || source === '-' ? await readStream(stdin) : await fs.readFile(source, 'utf8');
-  const pod = parseYaml(text) as PodMeta & { kind?: string };
-  if (typeof pod !== 'object' || pod === null) throw new Error('input is not a YAML or JSON object');
-  if (pod.kind !== undefined && pod.kind !== 'Pod') throw new Error(`input is a ${pod.kind}, not a Pod`);
-  const files = project(pod, { envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'] });
-  if (values.out !== undefined) {
-    await new FsVolumeWriter().sync({ root: path.resolve(values.out), components: [] }, files);
-    stdout.write(files.map((f) => path.join(values.out!, f.path)).join('\n') + '\n');
-    return;
+  const pod = parsePod(text);
+  const a = admit(pod.metadata?.uid ? pod : { ...pod, metadata: { ...pod.metadata, uid: PLACEHOLDER_UID } }, {
+    kubeletRoot: '/var/lib/kubelet', maxBytes, csiDriver: DRIVER_NAME,
+    settings: { paused: false, envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'] },
+  });
+  const refusals = a.optedIn ? a.errors : [{ reason: 'NotOptedIn', message: `the pod has neither the ${ANNOTATION_VOLUME} annotation nor a csi volume of driver ${DRIVER_NAME}; the agent writes nothing for it` }];
+  if (refusals.length > 0) {
+    for (const e of refusals) stderr.write(`${e.reason}: ${e.message}\n`);
+    return EXIT_REFUSED;
   }
-  stdout.write(JSON.stringify(Object.fromEntries(files.map((f) => [f.path, f.bytes.toString('utf8')])), null, 2) + '\n');
+  if (values.out !== undefined) {
+    await new FsVolumeWriter().sync({ root: path.resolve(values.out), components: [] }, a.files);
+    stdout.write(a.files.map((f) => path.join(values.out!, f.path)).join('\n') + '\n');
+    return 0;
+  }
+  stdout.write(JSON.stringify(Object.fromEntries(a.files.map((f) => [f.path, f.bytes.toString('utf8')])), null, 2) + '\n');
+  return 0;
+}
+
+function parsePod(text: string): PodView {
+  if (text.trim() === '') throw new InputError('the input is empty; give a Pod manifest (YAML or JSON)');
+  const doc: unknown = parseYaml(text);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new InputError(`the input is ${Array.isArray(doc) ? 'a list' : `a ${typeof doc}`}, not a Pod manifest`);
+  }
+  const kind = (doc as { kind?: unknown }).kind;
+  if (kind !== undefined && kind !== 'Pod') throw new InputError(`the input is a ${String(kind)}, not a Pod`);
+  return doc as PodView;
 }
 
 async function readStream(s: NodeJS.ReadableStream): Promise<string> {

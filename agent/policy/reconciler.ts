@@ -9,7 +9,8 @@
 
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ALL_FILE_NAMES, FILES, ownersOf, project } from '../../projections/index.ts';
+import { ALL_FILE_NAMES, FILES, project } from '../../projections/index.ts';
+import { admit } from './admission.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import type { DirWatchEvents, DirWatcher } from '../volume/dirwatch.ts';
 import { ProjectionError } from '../common/errors.ts';
@@ -25,8 +26,7 @@ import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
 import { PodTable, dirOf, podKey, type PodView, type Tracked } from './podtable.ts';
 import { FailureReporter } from './reporter.ts';
-import { ANNOTATION_MIRROR, diskUID, optedIn, resolveVolumes, usesCsiDriver } from '../volume/resolve.ts';
-import { describe } from '../common/validation.ts';
+import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from '../volume/resolve.ts';
 import { CONCURRENCY, MAX_BYTES } from '../common/defaults.ts';
 import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
 
@@ -139,21 +139,16 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
     const t = this.#pods.get(uid) ?? this.#pods.track(uid, ref, disk);
     this.#pods.setDisk(uid, t, disk);
-    const { volumes, errors } = refusal
-      ? { volumes: [], errors: [new ProjectionError('InvalidMirrorUID',
-        `${ANNOTATION_MIRROR} ${describe(claimed)} ${refusal}; only the kubelet sets it, on mirror pods of static pods: remove it`)] }
-      : resolveVolumes(pod, this.#o.kubeletRoot);
-    const files = project(pod, this.#settings);
-    const size = files.reduce((n, f) => n + f.bytes.length, 0);
-    const tooLarge = size > this.#o.maxBytes ? new ProjectionError('TooLarge',
-      `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${this.#o.maxBytes}; files are left as they were`) : undefined;
-    if (tooLarge) errors.push(tooLarge);
-    this.#reportResolution(t, errors);
-    this.#pods.setView(t, pod, tooLarge);
-    this.#pods.setVolumes(uid, t, volumes, refusal ? [] : this.#published.volumes(disk));
+    const a = admit(pod, {
+      kubeletRoot: this.#o.kubeletRoot, settings: this.#settings, maxBytes: this.#o.maxBytes, csiDriver: this.#o.csiDriver,
+      mirrorRefused: refusal ? { claimed, why: refusal } : undefined,
+    });
+    this.#reportResolution(t, a.errors);
+    this.#pods.setView(t, pod, a.tooLarge);
+    this.#pods.setVolumes(uid, t, a.volumes, refusal ? [] : this.#published.volumes(disk));
     this.#published.arrived(disk);
-    if (tooLarge) return;
-    this.#pods.setFiles(t, files, ownersOf(pod), this.#o.clock.now());
+    if (a.tooLarge) return;
+    this.#pods.setFiles(t, a.files, a.owners, this.#o.clock.now());
     if (this.#pods.behind(t)) this.#queue.add(uid);
   }
 

@@ -34,7 +34,8 @@ describe('ownerrefs-agent render', () => {
 
   it('reads JSON from standard input and honours --no-env-file', async () => {
     const child = execFile(process.execPath, [MAIN, 'render', '--no-env-file', '-']);
-    child.stdin!.end(JSON.stringify({ kind: 'Pod', metadata: { name: 'x' } }));
+    child.stdin!.end(JSON.stringify({ kind: 'Pod', metadata: { name: 'x', annotations: { 'ownerrefs.dev/volume': 'podinfo' } },
+      spec: { volumes: [{ name: 'podinfo', emptyDir: {} }] } }));
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     await new Promise((r) => child.on('exit', r));
@@ -60,4 +61,66 @@ describe('ownerrefs-agent render', () => {
     const err = await run(process.execPath, [MAIN, 'run'], { env: { PATH: process.env.PATH } }).catch((e: { code: number; stderr: string }) => e);
     expect(err).toMatchObject({ code: 2, stderr: expect.stringContaining('--node-name (or NODE_NAME) is required') });
   });
+
+  // The dry run refuses what the agent refuses, with the agent's reasons, and writes nothing.
+  it.each([
+    { what: 'a pod that does not opt in', pod: 'kind: Pod\nmetadata: {name: x}\n', reason: /^NotOptedIn: the pod has neither the ownerrefs.dev\/volume annotation nor a csi volume/ },
+    { what: 'a traversing annotation', pod: POD_WITH('"../../etc"', 'emptyDir: {}'), reason: /^InvalidAnnotation: ownerrefs.dev\/volume: "..\/..\/etc" is not a valid volume name/ },
+    { what: 'an undeclared volume', pod: POD_WITH('other', 'emptyDir: {}'), reason: /^VolumeNotDeclared: ownerrefs.dev\/volume names volume "other"/ },
+    { what: 'a volume that is not an emptyDir', pod: POD_WITH('podinfo', 'hostPath: {path: /etc}'), reason: /^UnsupportedVolumeType: volume "podinfo" is not an emptyDir/ },
+    { what: 'a look-alike volume name, shown escaped', pod: POD_WITH('p\u043edinfo', 'emptyDir: {}'), reason: /^InvalidAnnotation: ownerrefs.dev\/volume: "p\\u043edinfo"/ },
+  ])('refuses $what with the agent\'s reason, exit 3, writing nothing', async ({ pod, reason }) => {
+    const out = tmpDir();
+    const f = path.join(tmpDir(), 'pod.yaml');
+    writeFileSync(f, pod);
+    const err = await cli('render', '--out', out, f).catch((e: { code: number; stderr: string; stdout: string }) => e);
+    expect(err).toMatchObject({ code: 3, stdout: '' });
+    expect((err as { stderr: string }).stderr).toMatch(reason);
+    expect(readdirSync(out)).toEqual([]);
+  });
+
+  it('refuses files over --max-bytes as the agent would (TooLarge), exit 3', async () => {
+    const err = await cli('render', '--max-bytes', '1024', KEP_POD).catch((e: { code: number; stderr: string }) => e);
+    expect(err).toMatchObject({ code: 3, stderr: expect.stringMatching(/^TooLarge: the pod's ownerReferences render to \d+ bytes, over the agent's limit of 1024/) });
+  });
+
+  // User mistakes: one line on stderr, no stack trace, 1 for bad input and 2 for bad usage.
+  it.each([
+    { what: 'an empty file', input: '', code: 1, message: /the input is empty/ },
+    { what: 'a scalar', input: '42\n', code: 1, message: /the input is a number, not a Pod manifest/ },
+    { what: 'a list', input: '- kind: Pod\n', code: 1, message: /the input is a list, not a Pod manifest/ },
+    { what: 'a DaemonSet', input: 'kind: DaemonSet\n', code: 1, message: /the input is a DaemonSet, not a Pod/ },
+    { what: 'raw control bytes in the kind', input: 'kind: "Da\\x1b[31mnger"\n', code: 1, message: /Da\\u001b\[31mnger/ },
+  ])('$what: exit $code, one line', async ({ input, code, message }) => {
+    const f = path.join(tmpDir(), 'in.yaml');
+    writeFileSync(f, input);
+    const err = await cli('render', f).catch((e: { code: number; stderr: string }) => e) as { code: number; stderr: string };
+    expect(err.code).toBe(code);
+    expect(err.stderr).toMatch(message);
+    expect(err.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(err.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it.each([
+    { what: 'two file arguments', args: ['render', 'a.yaml', 'b.yaml'], message: /render takes at most one FILE, got 2/ },
+    { what: 'an unknown flag', args: ['render', '--bogus'], message: /Unknown option '--bogus'/ },
+    { what: 'a bad --max-bytes', args: ['render', '--max-bytes', 'lots'], message: /--max-bytes must be a whole number >= 1024/ },
+  ])('$what: exit 2, one line', async ({ args, message }) => {
+    const err = await cli(...args).catch((e: { code: number; stderr: string }) => e) as { code: number; stderr: string };
+    expect(err).toMatchObject({ code: 2, stderr: expect.stringMatching(message) });
+    expect(err.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('a missing --out directory is bad input: exit 1, one line; --debug adds the stack', async () => {
+    const missing = path.join(tmpDir(), 'nope');
+    const err = await cli('render', '--out', missing, KEP_POD).catch((e: { code: number; stderr: string }) => e) as { code: number; stderr: string };
+    expect(err.code).toBe(1);
+    expect(err.stderr.trimEnd().split('\n')).toHaveLength(1);
+    const debug = await cli('render', '--debug', '--out', missing, KEP_POD).catch((e: { stderr: string }) => e) as { stderr: string };
+    expect(debug.stderr).toMatch(/\n\s+at /);
+  });
 });
+
+function POD_WITH(annotation: string, volume: string): string {
+  return `kind: Pod\nmetadata:\n  name: x\n  annotations: {ownerrefs.dev/volume: ${annotation}}\nspec:\n  volumes:\n  - name: podinfo\n    ${volume}\n`;
+}
