@@ -9,14 +9,13 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
 import { MAX_BYTES } from '../common/defaults.ts';
 import { ConfigError } from '../common/errors.ts';
 import { DRIVER_NAME } from '../csi/driver.ts';
 import { admit } from '../policy/admission.ts';
-import type { PodView } from '../policy/podtable.ts';
 import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
 import { FsVolumeWriter } from '../volume/writer.ts';
+import { parsePod } from './podinput.ts';
 
 export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--no-env-file] [--no-dependents-file] [--max-bytes N] [FILE|-]
 
@@ -32,10 +31,6 @@ reasons on standard error, nothing is written, and the exit code is 3.
 export const EXIT_REFUSED = 3;
 /** Stands in for metadata.uid, which a manifest does not carry (the API server assigns it). */
 const PLACEHOLDER_UID = '00000000-0000-4000-8000-000000000000';
-
-export class InputError extends Error {
-  override name = 'InputError';
-}
 
 export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -53,8 +48,8 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
   const maxBytes = Number(values['max-bytes'] ?? MAX_BYTES);
   if (!Number.isInteger(maxBytes) || maxBytes < 1024) throw new ConfigError(`--max-bytes must be a whole number >= 1024, got ${JSON.stringify(values['max-bytes'])}`);
   const source = positionals[0];
-  const text = source === undefined || source === '-' ? await readStream(stdin) : await fs.readFile(source, 'utf8');
-  const pod = parsePod(text);
+  const bytes = source === undefined || source === '-' ? await readStream(stdin) : await fs.readFile(source);
+  const pod = parsePod(bytes);
   const a = admit(pod.metadata?.uid ? pod : { ...pod, metadata: { ...pod.metadata, uid: PLACEHOLDER_UID } }, {
     kubeletRoot: '/var/lib/kubelet', maxBytes, csiDriver: DRIVER_NAME,
     settings: { paused: false, envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'] },
@@ -73,19 +68,8 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
   return 0;
 }
 
-function parsePod(text: string): PodView {
-  if (text.trim() === '') throw new InputError('the input is empty; give a Pod manifest (YAML or JSON)');
-  const doc: unknown = parseYaml(text);
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new InputError(`the input is ${Array.isArray(doc) ? 'a list' : `a ${typeof doc}`}, not a Pod manifest`);
-  }
-  const kind = (doc as { kind?: unknown }).kind;
-  if (kind !== undefined && kind !== 'Pod') throw new InputError(`the input is a ${String(kind)}, not a Pod`);
-  return doc as PodView;
-}
-
-async function readStream(s: NodeJS.ReadableStream): Promise<string> {
+async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of s) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

@@ -1,0 +1,95 @@
+// Reading a Pod manifest the way the API server's Go decoder would: bytes that are not
+// UTF-8 become one U+FFFD each (Go's rule; the WHATWG decoder Node uses folds a truncated
+// sequence into one), and a field of the wrong type is refused with its path named,
+// where a lenient reader would drop it (`controller: "true"`) or make up an owner of
+// empty strings (a YAML !!binary scalar).
+
+import { parse as parseYaml } from 'yaml';
+import type { PodView } from '../policy/podtable.ts';
+
+export class InputError extends Error {
+  override name = 'InputError';
+}
+
+/** UTF-8 to a string, each byte of an invalid sequence replaced by U+FFFD, as Go does. */
+export function decodeUtf8(buf: Uint8Array): string {
+  let out = '';
+  for (let i = 0; i < buf.length;) {
+    const b = buf[i]!;
+    const [len, min, lo, hi] = b < 0x80 ? [1, 0, 0, 0] : b >= 0xc2 && b <= 0xdf ? [2, 0x80, 0x80, 0xbf]
+      : b === 0xe0 ? [3, 0x800, 0xa0, 0xbf] : b === 0xed ? [3, 0x800, 0x80, 0x9f] : b >= 0xe1 && b <= 0xef ? [3, 0x800, 0x80, 0xbf]
+        : b === 0xf0 ? [4, 0x10000, 0x90, 0xbf] : b >= 0xf1 && b <= 0xf3 ? [4, 0x10000, 0x80, 0xbf] : b === 0xf4 ? [4, 0x10000, 0x80, 0x8f] : [0, 0, 0, 0];
+    let cp = len === 1 ? b : len === 2 ? b & 0x1f : len === 3 ? b & 0x0f : b & 0x07;
+    let ok = len > 0 && i + len <= buf.length;
+    for (let k = 1; ok && k < len; k++) {
+      const c = buf[i + k]!;
+      if (k === 1 ? c < lo || c > hi : c < 0x80 || c > 0xbf) ok = false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    if (!ok || cp < min) {
+      out += '\ufffd';
+      i += 1;
+      continue;
+    }
+    out += String.fromCodePoint(cp);
+    i += len;
+  }
+  return out;
+}
+
+type Check = (value: unknown, at: string) => void;
+
+const describeValue = (v: unknown): string => v instanceof Uint8Array ? 'binary data' : Array.isArray(v) ? 'a list'
+  : v === null ? 'null' : typeof v === 'object' ? 'an object'
+  : typeof v === 'string' ? `a string (${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)})` : `a ${typeof v}`;
+const fail = (at: string, v: unknown, want: string) => {
+  throw new InputError(`${at}: ${describeValue(v)}, where Kubernetes expects ${want}`);
+};
+const optional = (check: Check): Check => (v, at) => { if (v !== undefined && v !== null) check(v, at); };
+const string: Check = (v, at) => { if (typeof v !== 'string') fail(at, v, 'a string'); };
+const boolean: Check = (v, at) => { if (typeof v !== 'boolean') fail(at, v, 'a boolean (true or false, not quoted)'); };
+const object = (fields: Record<string, Check>): Check => (v, at) => {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || v instanceof Uint8Array) return fail(at, v, 'an object');
+  for (const [k, check] of Object.entries(fields)) check((v as Record<string, unknown>)[k], at ? `${at}.${k}` : k);
+};
+const list = (item: Check): Check => (v, at) => {
+  if (!Array.isArray(v)) return fail(at, v, 'a list');
+  v.forEach((x, i) => item(x, `${at}[${i}]`));
+};
+const stringMap: Check = (v, at) => {
+  object({})(v, at);
+  for (const [k, x] of Object.entries(v as object)) string(x, `${at}[${JSON.stringify(k)}]`);
+};
+
+/** The fields the agent reads, typed as the API server's decoder types them. */
+const POD = object({
+  kind: optional(string),
+  metadata: optional(object({
+    name: optional(string), namespace: optional(string), uid: optional(string),
+    annotations: optional(stringMap),
+    ownerReferences: optional(list(object({
+      apiVersion: optional(string), kind: optional(string), name: optional(string), uid: optional(string),
+      controller: optional(boolean), blockOwnerDeletion: optional(boolean),
+    }))),
+  })),
+  spec: optional(object({ volumes: optional(list(object({ name: optional(string) }))) })),
+});
+
+/** One Pod manifest from bytes (YAML or JSON), or an InputError naming what is wrong. */
+export function parsePod(bytes: Uint8Array): PodView {
+  const text = decodeUtf8(bytes);
+  if (text.trim() === '') throw new InputError('the input is empty; give a Pod manifest (YAML or JSON)');
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new InputError(`the input is not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc) || doc instanceof Uint8Array) {
+    throw new InputError(`the input is ${describeValue(doc)}, not a Pod manifest`);
+  }
+  const kind = (doc as { kind?: unknown }).kind;
+  if (kind !== undefined && kind !== 'Pod') throw new InputError(`the input is a ${String(kind)}, not a Pod`);
+  POD(doc, '');
+  return doc as PodView;
+}
