@@ -25,7 +25,10 @@ cached_build_begin() {
   # A live build is never this old.
   find "$cache_root" -maxdepth 1 -name '.building.*' -mmin +180 -exec rm -rf {} + 2>/dev/null || true
   tmp=$(mktemp -d "$cache_root/.building.XXXXXX")
-  trap 'rm -rf "$tmp"' EXIT
+  # A cold build runs for minutes: say it is alive every 30 s, on stderr like the rest.
+  ( start=$SECONDS; while sleep 30; do log "still building ($((SECONDS - start)) s)"; done ) >/dev/null &
+  ticker=$!
+  trap 'kill "$ticker" 2>/dev/null; rm -rf "$tmp"' EXIT
   trap 'exit 130' INT TERM HUP
 }
 

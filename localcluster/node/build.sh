@@ -33,7 +33,7 @@ log "building the kubelet $K8S_VERSION (cold: about 3.5 min on 2 cores; seconds 
 log "kubelet and hollow kubelet built in $((SECONDS - start))s"
 
 rootfs=$(mktemp -d)
-trap 'rm -rf "$tmp" "$rootfs"' EXIT
+trap 'kill "$ticker" 2>/dev/null; rm -rf "$tmp" "$rootfs"' EXIT
 mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc"
 cp "$(command -v busybox)" "$rootfs/bin/busybox"
 for applet in $("$rootfs/bin/busybox" --list); do [[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"; done
