@@ -81,7 +81,7 @@ export function parsePod(bytes: Uint8Array): PodView {
   if (text.trim() === '') throw new InputError('the input is empty; give a Pod manifest (YAML or JSON)');
   let doc: unknown;
   try {
-    doc = parseYaml(text);
+    doc = parseYaml(text, { version: '1.1' }); // kubectl's YAML: yes/on/off are booleans there too
   } catch (err) {
     throw new InputError(`the input is not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
   }

@@ -38,8 +38,9 @@ export interface PublishedDeps {
 
 export class PublishedTargets {
   readonly #d: PublishedDeps;
-  /** On-disk pod UID -> volume name -> target. */
-  readonly #targets = new Map<string, Map<string, VolumeTarget>>();
+  /** On-disk pod UID -> volume name -> target, and which adoption put it there. */
+  readonly #targets = new Map<string, Map<string, { target: VolumeTarget; adoption: number }>>();
+  #adoptions = 0;
   readonly #waiters = new Map<string, Set<(arrived: boolean) => void>>();
 
   constructor(deps: PublishedDeps) {
@@ -52,7 +53,7 @@ export class PublishedTargets {
   }
 
   volumes(diskUid: string): ResolvedVolume[] {
-    return [...this.#targets.get(diskUid) ?? []].map(([name, target]) => ({ name, target }));
+    return [...this.#targets.get(diskUid) ?? []].map(([name, { target }]) => ({ name, target }));
   }
 
   /** Resolves true once a pod with this on-disk UID is tracked (at once if it is), false after `ms`. */
@@ -88,11 +89,13 @@ export class PublishedTargets {
     const { uid, t } = found;
     if (t.refused) throw t.refused.withContext({ pod: podKey(t), volume });
     const republish = this.#targets.get(diskUid)?.has(volume) ?? false;
-    this.adopt(diskUid, volume, target);
+    const adoption = this.#adopt(diskUid, volume, target);
     try {
       await this.#d.sync.run(uid, t, { name: volume, target }, { verify: true, remove: this.#d.removals(), createTarget: true });
     } catch (err) {
-      if (!republish) this.#forget(diskUid, volume); // a target published before stays kept
+      // A target kept from before stays kept; so does one a later publish adopted meanwhile
+      // (the kubelet retrying after its deadline while this write hung).
+      if (!republish && this.#targets.get(diskUid)?.get(volume)?.adoption === adoption) this.#forget(diskUid, volume);
       this.#d.report(t, err as ProjectionError); // VolumeSync throws ProjectionErrors only
       throw err;
     }
@@ -101,10 +104,16 @@ export class PublishedTargets {
 
   /** Keep `target` current without writing now (a target found published after a restart). */
   adopt(diskUid: string, volume: string, target: VolumeTarget): void {
+    this.#adopt(diskUid, volume, target);
+  }
+
+  #adopt(diskUid: string, volume: string, target: VolumeTarget): number {
     let m = this.#targets.get(diskUid);
     if (!m) this.#targets.set(diskUid, (m = new Map()));
-    m.set(volume, target);
+    const adoption = ++this.#adoptions;
+    m.set(volume, { target, adoption });
     this.#refresh(diskUid);
+    return adoption;
   }
 
   /** Stops updating `target`, then removes the files the agent wrote there and the directory. */

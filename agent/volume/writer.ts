@@ -315,7 +315,9 @@ async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedF
     throw ioError(err, f.path, 'writing');
   }
   const now = await lstatOrNull(ops, final, f.path); // step 7a
-  if (!now || stamp(now) !== written) {
+  // Gone: the kubelet tore the volume down meanwhile (not the pod's doing).
+  if (!now) throw new ProjectionError('VolumeNotFound', `${f.path} vanished right after it was written: the volume is being torn down`, { file: f.path });
+  if (stamp(now) !== written) {
     throw new ProjectionError('NameTaken', `${f.path}: the temporary file was replaced by something else while it was written ` +
       '(a process in the pod wrote into the volume); the file will be written again', { file: f.path });
   }

@@ -35,6 +35,10 @@ describe('parsePod refuses what the API server\'s decoder would, naming the fiel
     expect(parse(text)).toThrow(message);
   });
 
+  it('reads YAML 1.1 as kubectl does: yes is a boolean', () => {
+    expect(parsePod(Buffer.from('kind: Pod\nmetadata:\n  ownerReferences:\n  - {name: a, controller: yes}\n')).metadata?.ownerReferences?.[0]?.controller).toBe(true);
+  });
+
   it('accepts null for optional fields, as Go does for pointers', () => {
     expect(parsePod(Buffer.from('kind: Pod\nmetadata:\n  ownerReferences:\n  - {name: a, controller: null}\n')).metadata?.ownerReferences).toHaveLength(1);
   });

@@ -138,3 +138,33 @@ describe('PublishedTargets', () => {
     expect(s.published.has('hash0')).toBe(false);
   });
 });
+
+describe('PublishedTargets when publishes overlap', () => {
+  it('a failed first publish does not drop the target a retried publish adopted meanwhile', async () => {
+    const s = setup();
+    const t = s.track('a');
+    // The first publish's write hangs, then fails; the kubelet retries after its deadline.
+    let failFirst!: () => void;
+    let calls = 0;
+    const writer: VolumeWriter = {
+      sync: () => (++calls === 1
+        ? new Promise<SyncResult>((_r, reject) => { failFirst = () => reject(new ProjectionError('WriteFailed', 'EIO')); })
+        : Promise.resolve({ written: [], unchanged: ['ownerReferences'], removed: [], stamps: {} })),
+      clear: async () => ({ removed: [] }),
+      stampOf: async () => undefined,
+    };
+    const locks = new DirLocks();
+    const metrics = new AgentMetrics({ processMetrics: false });
+    const clock: Clock = { now: () => 0, setTimer: () => () => {} };
+    const published = new PublishedTargets({ table: s.table, writer, locks, clock, removals: () => [], report: () => {},
+      sync: new VolumeSync({ table: s.table, writer, locks, metrics, clock }) });
+    const first = published.publish('a', 'podinfo', target('a'));
+    await new Promise((r) => setTimeout(r, 5));
+    const second = published.publish('a', 'podinfo', target('a')); // waits on the directory lock
+    failFirst();
+    await expect(first).rejects.toMatchObject({ reason: 'WriteFailed' });
+    expect(await second).toBe(true);
+    expect(published.has('a')).toBe(true);
+    expect(t.volumes.map((v) => v.name)).toEqual(['podinfo']);
+  });
+});
