@@ -5,12 +5,12 @@
 import { execFileSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { KubeApiClient, ApiError } from '../../agent/kube/client.ts';
 import { KubeCredentials } from '../../agent/kube/kubeconfig.ts';
 import { controlPlaneBinaries, newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { createTestNode } from '../../localcluster/controlplane/node.ts';
-import { agentKubeconfig } from '../../localcluster/agentproc.ts';
+import { agentKubeconfig, apply } from '../../localcluster/agentproc.ts';
 
 export const NS = 'bench';
 /** FlowSchema that matches only the agent's ServiceAccount (daemonset.yaml). */
@@ -49,21 +49,7 @@ export async function startBenchCluster(nodeName: string, workDir: string): Prom
       return { name, uid: cm.metadata.uid };
     })) as [Owner, Owner];
     const agentKc = await agentKubeconfig(kc, workDir);
-    const sa = { name: 'ownerrefs-agent', namespace: 'ownerrefs-system' };
-    await api.json('POST', '/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas', {
-      metadata: { name: AGENT_FLOW_SCHEMA },
-      spec: {
-        // Before the suggested service-accounts schema (9000); same priority level it uses.
-        matchingPrecedence: 500,
-        priorityLevelConfiguration: { name: 'workload-low' },
-        distinguisherMethod: { type: 'ByUser' },
-        rules: [{
-          subjects: [{ kind: 'ServiceAccount', serviceAccount: sa }],
-          resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }],
-          nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
-        }],
-      },
-    });
+    await createAgentFlowSchema(kc);
     const version = await api.json<{ gitVersion: string }>('GET', '/version');
     const etcdVersion = execFileSync(path.join(binDir, 'etcd'), ['--version']).toString().match(/etcd Version: (\S+)/)?.[1] ?? '?';
     return {
@@ -99,4 +85,27 @@ async function rawGet(api: KubeApiClient, p: string): Promise<string> {
 
 export function isConflict(err: unknown): boolean {
   return err instanceof ApiError && err.status === 409;
+}
+
+/**
+ * A FlowSchema matching only the agent's ServiceAccount (daemonset.yaml), so the API
+ * server counts the agents' requests by itself (apiserver_flowcontrol_dispatched_requests_total).
+ */
+export async function createAgentFlowSchema(kc: KubeConfig): Promise<void> {
+  const sa = { name: 'ownerrefs-agent', namespace: 'ownerrefs-system' };
+  await apply(kc, [{
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'FlowSchema',
+    metadata: { name: AGENT_FLOW_SCHEMA },
+    spec: {
+      // Before the suggested service-accounts schema (9000); same priority level it uses.
+      matchingPrecedence: 500,
+      priorityLevelConfiguration: { name: 'workload-low' },
+      distinguisherMethod: { type: 'ByUser' },
+      rules: [{
+        subjects: [{ kind: 'ServiceAccount', serviceAccount: sa }],
+        resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'], clusterScope: true }],
+        nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+      }],
+    },
+  } as KubernetesObject]);
 }

@@ -21,6 +21,8 @@ export interface HollowNode {
   readonly name: string;
   readonly kubeletRoot: string;
   readonly logsDir: string;
+  /** The hollow kubelet's pid (while it runs). */
+  readonly pid: number | undefined;
   /** SIGKILL, as a crash would. */
   kill(): Promise<void>;
   stop(): Promise<void>;
@@ -60,6 +62,7 @@ export async function startHollowNode(opts: { cp: ControlPlane; name: string; bi
     }, { timeoutMs: 120_000, describe: `hollow node ${opts.name} Ready and untainted` });
     return {
       name: opts.name, kubeletRoot, logsDir,
+      get pid() { return kubelet && !kubelet.exited ? kubelet.pid : undefined; },
       async kill() {
         if (kubelet) await sup.kill(kubelet);
       },
