@@ -44,11 +44,15 @@ export class Backoff {
     this.#random = opts.random ?? Math.random;
   }
 
-  /** The next delay: base doubles per failure up to max; jitter spreads it over [base/2, base]. */
+  /**
+   * The next delay: base doubles per failure up to max; "full jitter" draws it from
+   * [0, base], so clients that failed at the same instant (every agent of a fleet when
+   * the API server restarts) spread their retries over the whole window, not its top half.
+   */
   next(): number {
     const base = Math.min(this.#maxMs, this.#initialMs * 2 ** this.#attempt);
     if (base < this.#maxMs) this.#attempt++;
-    return Math.round(base / 2 + (this.#random() * base) / 2);
+    return Math.round(this.#random() * base);
   }
 
   reset(): void {

@@ -6,7 +6,8 @@
 //   loop: watch from the last resourceVersion seen (bookmarks included),
 //         allowWatchBookmarks, server-side timeoutSeconds randomised in 5-10 min
 //     normal end            -> watch again at once from the same resourceVersion
-//     410 Gone / Expired    -> relist (consistent read) and replace(items)
+//     410 Gone / Expired    -> after a random delay (a fleet's relists spread), relist
+//                              with a consistent read and replace(items)
 //     error / refused / stall -> exponential backoff with jitter, then watch again
 //   a watch that stayed connected for backoff.resetAfterMs was healthy, however it
 //   ended: the backoff starts over, so one stall after a long healthy watch costs
@@ -15,7 +16,7 @@
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { Backoff, realClock, sleep, type Clock } from '../common/clock.ts';
-import { STALL_MS, WATCH_BACKOFF, WATCH_TIMEOUT_SECONDS } from '../common/defaults.ts';
+import { RELIST_JITTER_MS, STALL_MS, WATCH_BACKOFF, WATCH_TIMEOUT_SECONDS } from '../common/defaults.ts';
 import { ApiError, type ApiClient } from './client.ts';
 
 export interface KubeObject {
@@ -54,6 +55,8 @@ export interface ReflectorOptions<T extends KubeObject> {
   /** Server-side watch timeout range in seconds. */
   timeoutSeconds?: readonly [number, number];
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
+  /** A relist after 410 first waits a random delay up to this (spreads a fleet's relists). */
+  relistJitterMs?: number;
 }
 
 interface WatchEvent {
@@ -81,6 +84,7 @@ export class Reflector<T extends KubeObject> {
       stallMs: STALL_MS,
       timeoutSeconds: WATCH_TIMEOUT_SECONDS,
       backoff: WATCH_BACKOFF,
+      relistJitterMs: RELIST_JITTER_MS,
       observer: {},
       ...opts,
     };
@@ -115,6 +119,7 @@ export class Reflector<T extends KubeObject> {
         if (err instanceof Gone) {
           this.#rv = undefined; // relist from a consistent read, then resume
           reason = 'expired';
+          await sleep(this.#o.clock, this.#o.random() * this.#o.relistJitterMs, signal);
           continue;
         }
         reason = err instanceof Stalled ? 'stall' : 'error';

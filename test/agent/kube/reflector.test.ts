@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Backoff } from '../../../agent/common/clock.ts';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { Reflector, type KubeObject, type RestartReason } from '../../../agent/kube/reflector.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
@@ -38,7 +39,7 @@ class FakeApi implements ApiClient {
   }
 }
 
-function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number } = {}) {
+function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; relistJitterMs?: number } = {}) {
   const seen = { replaced: [] as string[][], upserts: [] as string[], removes: [] as string[], starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[] };
   const r = new Reflector<Obj>({
     resource: 'things',
@@ -53,6 +54,7 @@ function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number } =
     random: () => 1,
     stallMs: opts.stallMs ?? 60_000,
     backoff: { initialMs: 10, maxMs: 80, resetAfterMs: opts.resetAfterMs ?? 60_000 },
+    relistJitterMs: opts.relistJitterMs ?? 0,
   });
   const ac = new AbortController();
   const done = r.run(ac.signal);
@@ -179,5 +181,24 @@ describe('Reflector', () => {
     const { seen } = start(api, { stallMs: 50, resetAfterMs: 60_000 });
     await waitFor(() => api.streams.length === 5);
     expect(seen.backoffs.slice(0, 4)).toEqual([10, 20, 40, 80]);
+  });
+
+  it('waits a random delay before relisting after 410, so a fleet does not relist in the same second', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100', 'a'), list('900', 'b'));
+    const { seen } = start(api, { relistJitterMs: 300 }); // random() = 1: the whole window
+    await waitFor(() => api.streams.length === 1);
+    const t = Date.now();
+    api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    await waitFor(() => seen.replaced.length === 2);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(250);
+  });
+});
+
+describe('Backoff', () => {
+  it('draws each delay from the whole window [0, base] (full jitter), doubling to the cap', () => {
+    const draws = [0, 0.5, 1, 1, 1];
+    const b = new Backoff({ initialMs: 100, maxMs: 400, random: () => draws.shift()! });
+    expect([b.next(), b.next(), b.next(), b.next(), b.next()]).toEqual([0, 100, 400, 400, 400]);
   });
 });
