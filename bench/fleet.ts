@@ -6,17 +6,19 @@
 //      watchers and long-running requests, and the requests it dispatched per flow schema
 //      (kubelets: system-nodes; agents: a FlowSchema of their own ServiceAccount);
 //   2. the same with one agent per node added;
+//   then a rolling update of the Deployment and the DaemonSet: every file must come to name
+//   its pod's new controller (the agents' propagation quantiles, all nodes merged);
 //   3. the reconnect storm: the API server restarted with every agent connected; the
 //      agents' requests per second (their own metric), relists, and the time until every
 //      agent watches pods and its Node again, beside the kubelets' requests in that window.
 //
 //   npm run bench:fleet -- [--nodes=30] [--pods=5] [--window=30] [--out=bench/results/fleet.json]
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../localcluster/agentproc.ts';
 import { controlPlaneBinaries, newWorkDir, startControlPlane, type ControlPlane } from '../localcluster/controlplane/controlplane.ts';
 import { httpCall } from '../localcluster/controlplane/net.ts';
@@ -126,6 +128,33 @@ async function main(): Promise<void> {
     result.agentRssMiB = { mean: mean(agentRss), max: Math.max(...agentRss) };
     result.hollowKubeletRssMiB = { mean: mean(hollowRssMiB), max: Math.max(...hollowRssMiB) };
 
+    // Churn: a rolling update of the Deployment and the DaemonSet while the agents run. Every
+    // pod's file on its node must come to name its current controller.
+    const c0 = performance.now();
+    const bump = { spec: { template: { metadata: { annotations: { 'fleet.ownerrefs.dev/rollout': String(Date.now()) } } } } };
+    await apps.patchNamespacedDeployment({ name: 'web', namespace: NS, body: bump }, MERGE_PATCH);
+    await apps.patchNamespacedDaemonSet({ name: 'podinfo', namespace: NS, body: { ...bump, spec: { ...bump.spec, updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%' } } } } }, MERGE_PATCH);
+    const rootOf = new Map(nodes.map((n) => [n.name, n.kubeletRoot]));
+    const behind = async () => {
+      const pods = (await core.listNamespacedPod({ namespace: NS })).items.filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp);
+      const wrong = pods.filter((p) => {
+        const owner = p.metadata?.ownerReferences?.find((o) => o.controller)?.uid;
+        const file = path.join(rootOf.get(p.spec!.nodeName!) ?? '', 'pods', p.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'podinfo', 'ownerReferences');
+        return !owner || !existsSync(file) || !readFileSync(file, 'utf8').includes(owner);
+      });
+      return { pods: pods.length, wrong: wrong.length };
+    };
+    const converged = await waitFor(async () => {
+      const b = await behind();
+      const rolled = (await apps.readNamespacedDeployment({ name: 'web', namespace: NS })).status?.updatedReplicas === K * (P - 1) &&
+        (await apps.readNamespacedDaemonSet({ name: 'podinfo', namespace: NS })).status?.updatedNumberScheduled === K;
+      return rolled && b.pods >= K * P && b.wrong === 0 ? b : undefined;
+    }, { timeoutMs: 600_000, intervalMs: 1_000, describe: 'the rollout done and every file naming its pod\'s current controller' });
+    const latency = await propagationQuantiles(agents);
+    result.churn = { rolloutConvergedSeconds: (performance.now() - c0) / 1000, pods: converged.pods, agentPropagationSeconds: latency };
+    say(`rollout of ${K * P} pods: every file names its pod's controller after ${((performance.now() - c0) / 1000).toFixed(1)} s; ` +
+      `agents' propagation p50 ${fmtMs(latency.p50)}, p99 ${fmtMs(latency.p99)} (all ${K} nodes' histograms merged)`);
+
     // The reconnect storm.
     const total = async (name: string, labels = '') => (await Promise.all(agents.map((a) => a.metric(name, labels).catch(() => 0)))).reduce((x, y) => x + y, 0);
     // Back means: the restarted API server holds as many pod and Node watches as before (the
@@ -180,6 +209,29 @@ async function main(): Promise<void> {
     await cp.stop();
     await rm(cp.workDir, { recursive: true, force: true });
   }
+}
+
+const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** p50 and p99 upper bounds from the agents' ownerrefs_propagation_seconds histograms, merged. */
+async function propagationQuantiles(agents: AgentProcess[]): Promise<{ p50: number; p99: number; count: number }> {
+  const buckets = new Map<number, number>();
+  for (const a of agents) {
+    const text = (await a.get('/metrics')).body;
+    for (const l of text.split('\n').filter((x) => x.startsWith('ownerrefs_propagation_seconds_bucket{'))) {
+      const le = /le="([^"]+)"/.exec(l)?.[1] ?? '';
+      const bound = le === '+Inf' ? Infinity : Number(le);
+      buckets.set(bound, (buckets.get(bound) ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1)));
+    }
+  }
+  const sorted = [...buckets.entries()].sort((x, y) => x[0] - y[0]);
+  const count = sorted.at(-1)?.[1] ?? 0;
+  const q = (f: number) => sorted.find(([, c]) => c >= f * count)?.[0] ?? NaN;
+  return { p50: q(0.5), p99: q(0.99), count };
+}
+
+function fmtMs(s: number): string {
+  return Number.isFinite(s) ? `<= ${(s * 1000).toFixed(0)} ms` : 'over the top bucket';
 }
 
 function mean(xs: number[]): number {
