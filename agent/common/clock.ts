@@ -36,23 +36,26 @@ export class Backoff {
   readonly #initialMs: number;
   readonly #maxMs: number;
   readonly #random: () => number;
+  readonly #full: boolean;
   #attempt = 0;
 
-  constructor(opts: { initialMs: number; maxMs: number; random?: () => number }) {
+  /**
+   * `fullJitter`: draw from [0, step] (for clients of a shared server that fail together,
+   * like a fleet's watches); otherwise from [step/2, step], so each delay is sure to grow
+   * (a single pod's retries).
+   */
+  constructor(opts: { initialMs: number; maxMs: number; random?: () => number; fullJitter?: boolean }) {
     this.#initialMs = opts.initialMs;
     this.#maxMs = opts.maxMs;
     this.#random = opts.random ?? Math.random;
+    this.#full = opts.fullJitter ?? false;
   }
 
-  /**
-   * The next delay: base doubles per failure up to max; "full jitter" draws it from
-   * [0, base], so clients that failed at the same instant (every agent of a fleet when
-   * the API server restarts) spread their retries over the whole window, not its top half.
-   */
+  /** The next delay: the step doubles per failure up to max, with jitter as constructed. */
   next(): number {
     const base = Math.min(this.#maxMs, this.#initialMs * 2 ** this.#attempt);
     if (base < this.#maxMs) this.#attempt++;
-    return Math.round(this.#random() * base);
+    return Math.round(this.#full ? this.#random() * base : base / 2 + (this.#random() * base) / 2);
   }
 
   reset(): void {

@@ -88,7 +88,8 @@ export class Reflector<T extends KubeObject> {
       observer: {},
       ...opts,
     };
-    this.#backoff = new Backoff({ ...this.#o.backoff, random: this.#o.random });
+    // Full jitter: every agent's watch breaks at the same instant when the API server restarts.
+    this.#backoff = new Backoff({ ...this.#o.backoff, random: this.#o.random, fullJitter: true });
   }
 
   get synced(): boolean {

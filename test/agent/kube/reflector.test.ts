@@ -196,9 +196,14 @@ describe('Reflector', () => {
 });
 
 describe('Backoff', () => {
-  it('draws each delay from the whole window [0, base] (full jitter), doubling to the cap', () => {
+  it('with full jitter (the watches) draws each delay from [0, step], doubling to the cap', () => {
     const draws = [0, 0.5, 1, 1, 1];
-    const b = new Backoff({ initialMs: 100, maxMs: 400, random: () => draws.shift()! });
+    const b = new Backoff({ initialMs: 100, maxMs: 400, random: () => draws.shift()!, fullJitter: true });
     expect([b.next(), b.next(), b.next(), b.next(), b.next()]).toEqual([0, 100, 400, 400, 400]);
+  });
+
+  it('by default (a pod\'s retries) draws from [step/2, step], so each delay grows', () => {
+    const b = new Backoff({ initialMs: 100, maxMs: 400, random: () => 0 });
+    expect([b.next(), b.next(), b.next(), b.next()]).toEqual([50, 100, 200, 200]);
   });
 });
