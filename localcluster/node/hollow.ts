@@ -15,7 +15,7 @@ import { freePort } from '../controlplane/net.ts';
 import { ownerAlive, reapStale, Supervisor, type Component } from '../controlplane/process.ts';
 import { waitFor } from '../wait.ts';
 
-export const HOLLOW_WORKDIR_PREFIX = 'ownerrefs-hollow-';
+const HOLLOW_WORKDIR_PREFIX = 'ownerrefs-hollow-';
 
 export interface HollowNode {
   readonly name: string;

@@ -32,7 +32,7 @@ import { waitFor } from '../wait.ts';
 
 const run = promisify(execFile);
 
-export const NODE_WORKDIR_PREFIX = 'ownerrefs-node-';
+const NODE_WORKDIR_PREFIX = 'ownerrefs-node-';
 /** The images ./build.sh makes; pods use them with imagePullPolicy: Never. */
 export const IMAGES = { busybox: 'localhost/ownerrefs/busybox:local', pause: 'localhost/ownerrefs/pause:local' } as const;
 const CONTAINER_LOG_LINKS = '/var/log/containers';

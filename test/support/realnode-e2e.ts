@@ -25,7 +25,7 @@ import { waitFor } from '../../localcluster/wait.ts';
 export { IMAGES } from '../../localcluster/node/realnode.ts';
 
 /** Why this machine cannot run a real node, or '' when it can. */
-export const REAL_NODE_MISSING = missingForRealNode().join(', ');
+const REAL_NODE_MISSING = missingForRealNode().join(', ');
 /** True when tests run in real containers; false on the hollow-node fallback. */
 export const CONTAINERS = REAL_NODE_MISSING === '';
 if (!CONTAINERS) {
