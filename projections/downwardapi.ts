@@ -1,0 +1,246 @@
+// A downwardAPI volume's items, validated as the API server validates them and rendered
+// as the kubelet renders them, plus one field the kubelet lacks: metadata.ownerReferences
+// in the KEP-4753 format. Pure: pod (and node allocatable) in, files out.
+//
+// The admission webhook (agent/webhook/) moves a KEP-syntax downwardAPI volume into an
+// ownerrefs.dev CSI volume whose attribute `downwardAPI` holds the volume source as JSON;
+// the agent's CSI driver renders it here. Validation runs on both sides: the webhook runs
+// before the API server's own validation (which no longer sees these items), and the
+// attribute can be written by hand.
+//
+// Rendering follows the kubelet (pkg/volume/downwardapi CollectData, pkg/fieldpath and
+// pkg/api/v1/resource): paths are cleaned, the item's mode or else defaultMode, labels and
+// annotations as sorted key="value" lines (Go %q values), resources rounded up after
+// dividing by the divisor, limits falling back to the node's allocatable.
+
+import { formatMap } from './goquote.ts';
+import { renderOwnerReferencesJson } from './ownerreferences.ts';
+import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rational } from './quantity.ts';
+import type { OwnerReference, ProjectedFile } from './types.ts';
+
+export const OWNER_REFERENCES_FIELD = 'metadata.ownerReferences';
+/** What the API server defaults defaultMode to (0644). */
+export const DEFAULT_MODE = 0o644;
+/** Bounds on hostile input; the kubelet's own limits are 4096 bytes per path, 255 per name. */
+export const MAX_ITEMS = 128;
+const MAX_PATH = 4096;
+const MAX_NAME = 255;
+
+export interface ObjectFieldRef { apiVersion?: string; fieldPath: string }
+export interface ResourceFieldRef { containerName?: string; resource: string; divisor?: string | number }
+export interface DownwardAPIItem {
+  path: string;
+  fieldRef?: ObjectFieldRef;
+  resourceFieldRef?: ResourceFieldRef;
+  mode?: number;
+}
+/** The downwardAPI volume source (or a projected volume's downwardAPI source plus the volume's defaultMode). */
+export interface DownwardAPISource {
+  items?: DownwardAPIItem[];
+  defaultMode?: number;
+}
+
+export type ResourceList = Readonly<Record<string, string | number>>;
+interface ContainerView { name?: string; resources?: { limits?: ResourceList | null; requests?: ResourceList | null } | null }
+
+/** The parts of a pod the items read. */
+export interface DownwardPod {
+  metadata?: {
+    name?: string | undefined;
+    namespace?: string | undefined;
+    uid?: string | undefined;
+    labels?: Readonly<Record<string, string>> | null | undefined;
+    annotations?: Readonly<Record<string, string>> | null | undefined;
+    ownerReferences?: readonly OwnerReference[] | null | undefined;
+  } | undefined;
+  spec?: { containers?: readonly ContainerView[] | null; initContainers?: readonly ContainerView[] | null } | undefined;
+}
+
+const FIELDS = new Set(['metadata.name', 'metadata.namespace', 'metadata.labels', 'metadata.annotations', 'metadata.uid', OWNER_REFERENCES_FIELD]);
+const RESOURCES = new Set(['limits.cpu', 'limits.memory', 'limits.ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage']);
+const HUGEPAGES = ['requests.hugepages-', 'limits.hugepages-'];
+const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** validation.IsQualifiedName: [prefix/]name, prefix a DNS-1123 subdomain, name at most 63. */
+export function isQualifiedName(s: string): boolean {
+  const parts = s.split('/');
+  if (parts.length > 2) return false;
+  const name = parts.at(-1)!;
+  if (parts.length === 2 && (parts[0]!.length === 0 || parts[0]!.length > 253 || !DNS1123_SUBDOMAIN.test(parts[0]!))) return false;
+  return name.length > 0 && name.length <= 63 && QUALIFIED_NAME.test(name);
+}
+
+/** fieldpath.SplitMaybeSubscriptedPath: `metadata.labels['k']` -> ['metadata.labels', 'k']. */
+export function splitSubscript(fieldPath: string): [string, string] | undefined {
+  if (!fieldPath.endsWith("']")) return undefined;
+  const s = fieldPath.slice(0, -2);
+  const at = s.indexOf("['");
+  if (at <= 0) return undefined;
+  return [s.slice(0, at), s.slice(at + 2)];
+}
+
+/** filepath.Clean for a relative path that has no '..' (validation refused those). */
+export function cleanPath(p: string): string {
+  const parts = p.split('/').filter((c) => c !== '' && c !== '.');
+  return parts.length === 0 ? '.' : parts.join('/');
+}
+
+function isMode(m: unknown): m is number {
+  return Number.isInteger(m) && (m as number) >= 0 && (m as number) <= 0o777;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function unknownKeys(o: Record<string, unknown>, known: readonly string[], at: string): string[] {
+  return Object.keys(o).filter((k) => !known.includes(k)).map((k) => `${at}.${k}: unknown field`);
+}
+
+/** Problems with one fieldRef (volume items and env share it); [] when valid. */
+export function checkFieldRef(ref: unknown, at: string, allowed: ReadonlySet<string> = FIELDS): string[] {
+  if (!isRecord(ref)) return [`${at}: must be an object`];
+  const errs = unknownKeys(ref, ['apiVersion', 'fieldPath'], at);
+  if (ref.apiVersion !== undefined && ref.apiVersion !== 'v1') errs.push(`${at}.apiVersion: only "v1" is supported`);
+  if (typeof ref.fieldPath !== 'string' || ref.fieldPath === '') return [...errs, `${at}.fieldPath: required`];
+  const sub = splitSubscript(ref.fieldPath);
+  if (sub) {
+    const [p, key] = sub;
+    if (p === 'metadata.annotations' ? !isQualifiedName(key.toLowerCase()) : p === 'metadata.labels' ? !isQualifiedName(key) : true) {
+      errs.push(p === 'metadata.annotations' || p === 'metadata.labels'
+        ? `${at}.fieldPath: ${JSON.stringify(key)} is not a valid key (a qualified name: [prefix/]name)`
+        : `${at}.fieldPath: ${p} does not support a subscript`);
+    }
+  } else if (!allowed.has(ref.fieldPath)) {
+    errs.push(`${at}.fieldPath: ${JSON.stringify(ref.fieldPath)} is not supported; use one of ${[...allowed].join(', ')}`);
+  }
+  return errs;
+}
+
+function checkDivisor(resource: string, divisor: unknown, at: string): string[] {
+  if (divisor === undefined) return [];
+  const q = typeof divisor === 'string' || typeof divisor === 'number' ? parseQuantity(String(divisor)) : undefined;
+  if (!q) return [`${at}.divisor: ${JSON.stringify(divisor)} is not a quantity`];
+  if (isZero(q)) return [];
+  const one = { num: 1n, den: 1n };
+  if (resource.endsWith('.cpu')) {
+    return equal(q, one) || equal(q, { num: 1n, den: 1000n }) ? [] : [`${at}.divisor: only 1m and 1 are supported with the cpu resource`];
+  }
+  const binary = /[KMGTPE]i$/.test(String(divisor));
+  const ok = equal(q, one) || [1, 2, 3, 4, 5, 6].some((k) => equal(q, { num: binary ? 1n << BigInt(10 * k) : 10n ** BigInt(3 * k), den: 1n }));
+  return ok ? [] : [`${at}.divisor: only 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with ${resource}`];
+}
+
+function checkPath(p: unknown, at: string): string[] {
+  if (typeof p !== 'string' || p === '') return [`${at}.path: required`];
+  if (p.startsWith('/')) return [`${at}.path: must be a relative path`];
+  if (p.split('/').includes('..')) return [`${at}.path: must not contain '..'`];
+  if (p.startsWith('..')) return [`${at}.path: must not start with '..'`];
+  if (p.includes('\0')) return [`${at}.path: must not contain NUL`];
+  if (Buffer.byteLength(p) > MAX_PATH || p.split('/').some((c) => Buffer.byteLength(c) > MAX_NAME)) {
+    return [`${at}.path: too long (at most ${MAX_PATH} bytes, ${MAX_NAME} per name)`];
+  }
+  if (cleanPath(p) === '.') return [`${at}.path: names no file`];
+  return [];
+}
+
+/**
+ * Problems with a downwardAPI source as JSON would give it (strict: unknown fields are
+ * errors, since dropping one silently would change what the user asked for). `containers`,
+ * when given, are the pod's container and init container names: resourceFieldRef must name one.
+ */
+export function checkSource(src: unknown, at = 'downwardAPI', containers?: readonly string[]): string[] {
+  if (!isRecord(src)) return [`${at}: must be an object`];
+  const errs = unknownKeys(src, ['items', 'defaultMode'], at);
+  if (src.defaultMode !== undefined && !isMode(src.defaultMode)) errs.push(`${at}.defaultMode: must be a number between 0 and 0777 (octal)`);
+  if (src.items === undefined) return errs;
+  if (!Array.isArray(src.items)) return [...errs, `${at}.items: must be a list`];
+  if (src.items.length > MAX_ITEMS) return [...errs, `${at}.items: at most ${MAX_ITEMS} items`];
+  const paths = new Set<string>();
+  src.items.forEach((item: unknown, i) => {
+    const ia = `${at}.items[${i}]`;
+    if (!isRecord(item)) return void errs.push(`${ia}: must be an object`);
+    errs.push(...unknownKeys(item, ['path', 'fieldRef', 'resourceFieldRef', 'mode'], ia), ...checkPath(item.path, ia));
+    if (item.mode !== undefined && !isMode(item.mode)) errs.push(`${ia}.mode: must be a number between 0 and 0777 (octal)`);
+    if ((item.fieldRef === undefined) === (item.resourceFieldRef === undefined)) {
+      errs.push(`${ia}: exactly one of fieldRef and resourceFieldRef is required`);
+    } else if (item.fieldRef !== undefined) {
+      errs.push(...checkFieldRef(item.fieldRef, `${ia}.fieldRef`));
+    } else {
+      errs.push(...checkResourceRef(item.resourceFieldRef, `${ia}.resourceFieldRef`, containers));
+    }
+    if (typeof item.path === 'string') paths.add(cleanPath(item.path));
+  });
+  for (const p of paths) {
+    const parent = p.split('/').slice(0, -1);
+    for (let n = 1; n <= parent.length; n++) {
+      if (paths.has(parent.slice(0, n).join('/'))) errs.push(`${at}.items: ${JSON.stringify(parent.slice(0, n).join('/'))} is both a file and the directory of ${JSON.stringify(p)}`);
+    }
+  }
+  return errs;
+}
+
+function checkResourceRef(ref: unknown, at: string, containers: readonly string[] | undefined): string[] {
+  if (!isRecord(ref)) return [`${at}: must be an object`];
+  const errs = unknownKeys(ref, ['containerName', 'resource', 'divisor'], at);
+  if (typeof ref.containerName !== 'string' || ref.containerName === '') return [...errs, `${at}.containerName: required in a volume`];
+  if (containers && !containers.includes(ref.containerName)) errs.push(`${at}.containerName: the pod has no container ${JSON.stringify(ref.containerName)}`);
+  if (typeof ref.resource !== 'string' || ref.resource === '') return [...errs, `${at}.resource: required`];
+  if (!RESOURCES.has(ref.resource) && !HUGEPAGES.some((h) => (ref.resource as string).startsWith(h))) {
+    errs.push(`${at}.resource: ${JSON.stringify(ref.resource)} is not supported; use one of ${[...RESOURCES].join(', ')} or limits/requests.hugepages-<size>`);
+  }
+  return [...errs, ...checkDivisor(ref.resource, ref.divisor, at)];
+}
+
+/** A failure the kubelet would also meet at mount time (a container that is not there). */
+export class DownwardAPIError extends Error {
+  override readonly name = 'DownwardAPIError';
+}
+
+/** The files of a valid source (see checkSource), in item order, the last item winning a repeated path. */
+export function renderDownwardAPI(pod: DownwardPod, src: DownwardAPISource, allocatable: ResourceList = {}): ProjectedFile[] {
+  const byPath = new Map<string, ProjectedFile>();
+  const defaultMode = src.defaultMode ?? DEFAULT_MODE;
+  for (const item of src.items ?? []) {
+    const text = item.fieldRef ? fieldValue(pod, item.fieldRef.fieldPath) : resourceValue(pod, item.resourceFieldRef!, allocatable);
+    const path = cleanPath(item.path);
+    byPath.delete(path);
+    byPath.set(path, { path, bytes: Buffer.from(text, 'utf8'), mode: item.mode ?? defaultMode });
+  }
+  return [...byPath.values()];
+}
+
+function fieldValue(pod: DownwardPod, fieldPath: string): string {
+  const m = pod.metadata ?? {};
+  const sub = splitSubscript(fieldPath);
+  if (sub) return (sub[0] === 'metadata.labels' ? m.labels : m.annotations)?.[sub[1]] ?? '';
+  switch (fieldPath) {
+    case 'metadata.name': return m.name ?? '';
+    case 'metadata.namespace': return m.namespace ?? '';
+    case 'metadata.uid': return m.uid ?? '';
+    case 'metadata.labels': return formatMap(m.labels);
+    case 'metadata.annotations': return formatMap(m.annotations);
+    case OWNER_REFERENCES_FIELD: return renderOwnerReferencesJson(m.ownerReferences ?? []);
+    default: throw new DownwardAPIError(`unsupported fieldPath ${JSON.stringify(fieldPath)}`);
+  }
+}
+
+function quantityOf(list: ResourceList | null | undefined, name: string): Rational | undefined {
+  const v = list?.[name];
+  return v === undefined ? undefined : parseQuantity(String(v));
+}
+
+function resourceValue(pod: DownwardPod, ref: ResourceFieldRef, allocatable: ResourceList): string {
+  const c = [...pod.spec?.containers ?? [], ...pod.spec?.initContainers ?? []].find((x) => x.name === ref.containerName);
+  if (!c) throw new DownwardAPIError(`container ${JSON.stringify(ref.containerName ?? '')} not found`);
+  const d = ref.divisor === undefined ? undefined : parseQuantity(String(ref.divisor));
+  const divisor = d && !isZero(d) ? d : { num: 1n, den: 1n };
+  const [kind, name] = [ref.resource.slice(0, ref.resource.indexOf('.')), ref.resource.slice(ref.resource.indexOf('.') + 1)];
+  let q = quantityOf(kind === 'limits' ? c.resources?.limits : c.resources?.requests, name);
+  // MergeContainerResourceLimits: a missing or zero limit of cpu, memory or ephemeral
+  // storage is the node's allocatable (hugepages are never overcommitted, so not them).
+  if (kind === 'limits' && ['cpu', 'memory', 'ephemeral-storage'].includes(name) && (!q || isZero(q))) q = quantityOf(allocatable, name) ?? q;
+  const amount = q ?? { num: 0n, den: 1n };
+  return name === 'cpu' ? goCeilRatio(milliValue(amount), milliValue(divisor)) : goCeilRatio(value(amount), value(divisor));
+}
