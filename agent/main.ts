@@ -11,10 +11,12 @@ const HELP = `Usage: ownerrefs-agent <command> [flags]
 Commands:
   run      watch this node's pods and project their ownerReferences into their volumes
   render   print (or write) the files the agent would write for one Pod manifest
+  webhook  serve the admission webhook that makes KEP-4753's fieldRef metadata.ownerReferences valid
+  inject   print what the webhook would make of a manifest (offline)
 
 Run "ownerrefs-agent <command> --help" for a command's flags. --debug adds the stack
 trace to an error message. Exit codes: 0 done, 1 bad input or a failure, 2 bad usage,
-3 (render) the agent would refuse the pod.
+3 (render) the agent would refuse the pod, (inject) the webhook would deny an object.
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -26,6 +28,8 @@ async function main(argv: string[]): Promise<number> {
   if (rest.includes('--help') || rest.includes('-h')) {
     if (cmd === 'run') process.stdout.write(runHelp());
     else if (cmd === 'render') process.stdout.write((await import('./cli/render.ts')).RENDER_HELP);
+    else if (cmd === 'inject') process.stdout.write((await import('./cli/inject.ts')).INJECT_HELP);
+    else if (cmd === 'webhook') process.stdout.write((await import('./webhook/config.ts')).webhookHelp());
     else return unknownCommand(cmd);
     return 0;
   }
@@ -33,6 +37,8 @@ async function main(argv: string[]): Promise<number> {
     // Loaded on demand: `run` on every node should not carry the YAML parser.
     return (await import('./cli/render.ts')).render(rest, process.stdin, process.stdout, process.stderr);
   }
+  if (cmd === 'inject') return (await import('./cli/inject.ts')).inject(rest, process.stdin, process.stdout, process.stderr);
+  if (cmd === 'webhook') return serveWebhook(rest);
   if (cmd !== 'run') return unknownCommand(cmd);
 
   const cfg = parseRunConfig(rest, process.env);
@@ -47,6 +53,21 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGINT', onSignal);
   });
   await agent.stop();
+  log.info('stopped');
+  return 0;
+}
+
+/** The webhook is its own process (a Deployment): none of its code loads in `run`. */
+async function serveWebhook(argv: string[]): Promise<number> {
+  const { parseWebhookConfig } = await import('./webhook/config.ts');
+  const { startWebhook } = await import('./webhook/command.ts');
+  const cfg = parseWebhookConfig(argv, process.env);
+  const log = pino({ level: cfg.logLevel, base: { component: 'webhook' } });
+  const webhook = await startWebhook(cfg, log);
+  await new Promise<void>((resolve) => {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
+  });
+  await webhook.stop();
   log.info('stopped');
   return 0;
 }

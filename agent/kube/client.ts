@@ -22,7 +22,7 @@ export class ApiError extends Error {
 
 /** The seam the reflector and event recorder use. */
 export interface ApiClient {
-  json<T>(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, contentType?: string): Promise<T>;
+  json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType?: string): Promise<T>;
   /** Opens a streaming GET; resolves once the status line is 200, else rejects with ApiError. */
   stream(path: string, signal: AbortSignal): Promise<IncomingMessage>;
 }
@@ -54,7 +54,7 @@ export class KubeApiClient implements ApiClient {
     this.#observe = observe;
   }
 
-  async json<T>(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
+  async json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
     const res = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), contentType);
     const text = await readAll(res);
     if (res.statusCode !== 200 && res.statusCode !== 201) throw apiError(res.statusCode ?? 0, text);

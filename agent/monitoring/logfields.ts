@@ -15,4 +15,8 @@ export const F = {
   suppressed: 'suppressed',
   label: 'label',
   value: 'value',
+  kind: 'kind', // of an object the webhook reviewed
+  object: 'object', // namespace/name of it
+  operation: 'operation',
+  changed: 'changed',
 } as const;

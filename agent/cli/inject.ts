@@ -1,0 +1,90 @@
+// `ownerrefs-agent inject`: what the admission webhook would make of a manifest, offline,
+// for review and for GitOps pipelines that pre-render (as istioctl kube-inject does).
+// Pods and pod templates of every served kind, YAML (multi-document) or JSON, a List's
+// items too. Other objects pass through unchanged.
+//
+// Exit codes: 0 printed; 1 bad input; 2 bad usage; 3 the webhook would deny an object
+// (its message on stderr, prefixed by the object; nothing printed).
+
+import fs from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import { ConfigError } from '../common/errors.ts';
+import { mutate, POD_SPEC_PATHS } from '../webhook/objects.ts';
+import { applyPatch } from '../webhook/patch.ts';
+import { decodeUtf8, InputError } from './podinput.ts';
+
+export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
+
+Prints what the ownerrefs.dev admission webhook would make of a manifest: KEP-4753's
+fieldRef metadata.ownerReferences in downwardAPI volumes and env, rewritten so that
+today's API servers accept it. Reads YAML (several documents) or JSON, from FILE or
+standard input, and prints the same format. Objects the webhook would deny are reported on
+standard error and the exit code is 3. Pod templates' env is resolved later, at each pod's
+admission, so the webhook must still be installed for them.
+`;
+
+export const EXIT_DENIED = 3;
+
+type Obj = Record<string, unknown>;
+
+function isRecord(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { filename: { type: 'string', short: 'f' } }, allowPositionals: true, strict: true });
+  if (positionals.length > 0) throw new ConfigError(`inject takes its input with -f FILE (or standard input), not ${JSON.stringify(positionals[0])}`);
+  const source = values.filename;
+  const text = decodeUtf8(source === undefined || source === '-' ? await readStream(stdin) : await fs.readFile(source));
+  if (text.trim() === '') throw new InputError('the input is empty; give a manifest (YAML or JSON)');
+  const json = /^\s*[[{]/.test(text);
+  const docs = parseAllDocuments(text, { version: '1.1' });
+  const list = Array.isArray(docs) ? docs : [docs];
+  const out: unknown[] = [];
+  let denied = false;
+  for (const [i, d] of list.entries()) {
+    if (d.errors.length > 0) throw new InputError(`document ${i + 1}: not YAML or JSON: ${d.errors[0]!.message.split('\n')[0]}`);
+    const obj = d.toJS() as unknown;
+    if (obj === null || obj === undefined) continue;
+    const r = injectObject(obj, `document ${i + 1}`, stderr);
+    denied ||= r.denied;
+    out.push(r.obj);
+  }
+  if (denied) return EXIT_DENIED;
+  stdout.write(json ? out.map((o) => JSON.stringify(o, null, 2) + '\n').join('') : out.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+  return 0;
+}
+
+function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream): { obj: unknown; denied: boolean } {
+  if (!isRecord(obj)) throw new InputError(`${where} is not an object`);
+  const kind = typeof obj.kind === 'string' ? obj.kind : '';
+  if (kind === 'List' && Array.isArray(obj.items)) {
+    let denied = false;
+    const items = obj.items.map((item, i) => {
+      const r = injectObject(item, `${where} item ${i + 1}`, stderr);
+      denied ||= r.denied;
+      return r.obj;
+    });
+    return { obj: { ...obj, items }, denied };
+  }
+  if (!(kind in POD_SPEC_PATHS)) return { obj, denied: false };
+  const meta = isRecord(obj.metadata) ? obj.metadata : {};
+  const name = `${kind} ${String(meta.namespace ? `${String(meta.namespace)}/` : '')}${String(meta.name ?? meta.generateName ?? '')}`;
+  const m = mutate(kind, obj);
+  if (!m.allowed) {
+    stderr.write(`${where} (${name}): denied: ${m.message}\n`);
+    return { obj, denied: true };
+  }
+  for (const w of m.warnings) stderr.write(`${where} (${name}): warning: ${w}\n`);
+  if (kind === 'Pod' && m.changed.some((c) => c.startsWith('env ')) && !Array.isArray(meta.ownerReferences)) {
+    stderr.write(`${where} (${name}): warning: the manifest lists no ownerReferences, so its env gets "items":[]; pods made by controllers carry theirs\n`);
+  }
+  return { obj: applyPatch(obj, m.patch), denied: false };
+}
+
+async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of s) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
+  return Buffer.concat(chunks);
+}

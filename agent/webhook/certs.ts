@@ -1,0 +1,189 @@
+// Self-managed TLS for the webhook, so that installing it needs no cert-manager.
+//
+// One Secret (type kubernetes.io/tls) in the webhook's namespace holds a CA and the
+// serving certificate it signed for the Service's DNS names; every replica serves the
+// same pair. The MutatingWebhookConfiguration's caBundle is kept equal to the Secret's
+// ca.crt. Steps, run at start and then every CHECK_MS:
+//   1. Read the Secret. Absent: make a CA and a serving certificate and create it; a
+//      409 means another replica won the race, so read theirs.
+//   2. Renew what is due: the CA when less than CA_RENEW_MS of it is left (the old CA
+//      stays in ca.crt until it expires, so certificates it signed are still trusted
+//      while replicas move over), the serving certificate when less than CERT_RENEW_MS is
+//      left, its names differ, or a new CA came. Update with the resourceVersion read; a
+//      409 means another replica renewed first: start again from step 1.
+//   3. Patch caBundle in each webhook of the configuration that differs from ca.crt
+//      (a JSON Patch guarded by a test of the resourceVersion read).
+//   4. Serve the Secret's pair (server.setTls swaps it without dropping connections).
+//
+// Least RBAC: get/update on this one Secret and get/patch on this one configuration
+// (resourceNames), create on secrets in the namespace (create cannot be narrowed by name).
+//
+// @peculiar/x509 (over WebCrypto) makes certificates; node:crypto's X509Certificate reads
+// them. Both load only in the webhook process.
+
+import 'reflect-metadata';
+import { X509Certificate, webcrypto } from 'node:crypto';
+import * as x509 from '@peculiar/x509';
+import { ApiError, type ApiClient } from '../kube/client.ts';
+
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+const DAY = 86_400_000;
+export const CA_LIFETIME_MS = 10 * 365 * DAY;
+export const CA_RENEW_MS = 365 * DAY;
+export const CERT_LIFETIME_MS = 365 * DAY;
+export const CERT_RENEW_MS = 120 * DAY;
+export const CHECK_MS = 3_600_000;
+const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+
+export interface ServingTls {
+  cert: string;
+  key: string;
+  /** PEM, one or two CAs: what the configuration's caBundle must hold. */
+  caBundle: string;
+}
+
+export interface CertOptions {
+  namespace: string;
+  secretName: string;
+  /** The Service's DNS names (service, service.ns, service.ns.svc) and any extra (127.0.0.1 for tests). */
+  dnsNames: readonly string[];
+  ipAddresses?: readonly string[];
+  now?: () => number;
+}
+
+interface SecretData { 'tls.crt': string; 'tls.key': string; 'ca.crt': string; 'ca.key': string }
+interface Secret { metadata: { resourceVersion?: string }; data?: Record<string, string> }
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const unb64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
+
+function pemKey(der: ArrayBuffer): string {
+  return x509.PemConverter.encode(der, 'PRIVATE KEY') + '\n';
+}
+
+async function makeCa(now: number): Promise<{ cert: string; key: string }> {
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: serial(), name: `CN=ownerrefs-webhook-ca-${Math.floor(now / 1000)}`, keys, signingAlgorithm: ALG,
+    notBefore: new Date(now - 3_600_000), notAfter: new Date(now + CA_LIFETIME_MS),
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return { cert: cert.toString('pem') + '\n', key: pemKey(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)) };
+}
+
+async function makeServing(ca: { cert: string; key: string }, o: CertOptions, now: number): Promise<{ cert: string; key: string }> {
+  const caCert = new x509.X509Certificate(ca.cert);
+  const caKey = await webcrypto.subtle.importKey('pkcs8', x509.PemConverter.decodeFirst(ca.key), ALG, false, ['sign']);
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(), subject: `CN=${o.dnsNames[0] ?? 'ownerrefs-webhook'}`, issuer: caCert.subject,
+    notBefore: new Date(now - 3_600_000), notAfter: new Date(now + CERT_LIFETIME_MS),
+    publicKey: keys.publicKey, signingKey: caKey, signingAlgorithm: ALG,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+      new x509.SubjectAlternativeNameExtension([
+        ...o.dnsNames.map((value) => ({ type: 'dns' as const, value })),
+        ...(o.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value })),
+      ]),
+      await x509.AuthorityKeyIdentifierExtension.create(caCert),
+    ],
+  });
+  return { cert: cert.toString('pem') + '\n', key: pemKey(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)) };
+}
+
+function serial(): string {
+  const b = webcrypto.getRandomValues(new Uint8Array(16));
+  b[0] = b[0]! & 0x7f; // positive
+  return Buffer.from(b).toString('hex');
+}
+
+/** The PEM blocks of a bundle. */
+function pems(bundle: string): string[] {
+  return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g)?.map((p) => p.trimEnd() + '\n') ?? [];
+}
+
+function names(cert: X509Certificate): string[] {
+  return (cert.subjectAltName ?? '').split(', ').filter(Boolean).map((n) => n.replace(/^IP Address:/, 'IP:')).sort();
+}
+
+function wanted(o: CertOptions): string[] {
+  return [...o.dnsNames.map((d) => `DNS:${d}`), ...(o.ipAddresses ?? []).map((i) => `IP:${i}`)].sort();
+}
+
+/** Steps 2's verdicts on what the Secret holds. */
+export function due(data: Partial<SecretData>, o: CertOptions, now: number): { ca: boolean; cert: boolean } {
+  let ca: X509Certificate;
+  try {
+    ca = new X509Certificate(data['ca.key'] ? pems(data['ca.crt'] ?? '')[0] ?? '' : '');
+  } catch {
+    return { ca: true, cert: true };
+  }
+  const caDue = Date.parse(ca.validTo) - now < CA_RENEW_MS;
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(data['tls.crt'] ?? '');
+  } catch {
+    return { ca: caDue, cert: true };
+  }
+  const certDue = caDue || Date.parse(cert.validTo) - now < CERT_RENEW_MS || !cert.checkIssued(ca) || !cert.verify(ca.publicKey) ||
+    names(cert).join(',') !== wanted(o).join(',') || !data['tls.key'];
+  return { ca: caDue, cert: certDue };
+}
+
+/** Steps 1-2: the Secret's pair after making or renewing what was due. */
+export async function ensureServingTls(api: ApiClient, o: CertOptions): Promise<ServingTls> {
+  const now = (o.now ?? Date.now)();
+  const path = `/api/v1/namespaces/${o.namespace}/secrets/${o.secretName}`;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const secret = await api.json<Secret>('GET', path).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) return undefined;
+      throw err;
+    });
+    const data: Partial<SecretData> = Object.fromEntries(Object.entries(secret?.data ?? {}).map(([k, v]) => [k, unb64(v)]));
+    const d = due(data, o, now);
+    if (secret && !d.ca && !d.cert) return { cert: data['tls.crt']!, key: data['tls.key']!, caBundle: data['ca.crt']! };
+    let ca = { cert: pems(data['ca.crt'] ?? '')[0] ?? '', key: data['ca.key'] ?? '' };
+    let bundle = data['ca.crt'] ?? '';
+    if (d.ca) {
+      const old = pems(bundle).filter((p) => { try { return Date.parse(new X509Certificate(p).validTo) > now; } catch { return false; } });
+      ca = await makeCa(now);
+      bundle = [ca.cert, ...old.slice(0, 1)].join('');
+    }
+    const serving = await makeServing(ca, o, now);
+    const next: SecretData = { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': bundle, 'ca.key': ca.key };
+    const body = {
+      apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls',
+      metadata: { name: o.secretName, namespace: o.namespace, labels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' }, ...(secret ? { resourceVersion: secret.metadata.resourceVersion } : {}) },
+      data: Object.fromEntries(Object.entries(next).map(([k, v]) => [k, b64(v)])),
+    };
+    try {
+      if (secret) await api.json('PUT', path, body);
+      else await api.json('POST', `/api/v1/namespaces/${o.namespace}/secrets`, body);
+      return { cert: next['tls.crt'], key: next['tls.key'], caBundle: next['ca.crt'] };
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 409) continue; // another replica wrote first: use theirs
+      throw err;
+    }
+  }
+  throw new Error(`secret ${o.namespace}/${o.secretName} kept changing under five attempts to renew it`);
+}
+
+interface WebhookConfig { metadata: { resourceVersion?: string }; webhooks?: { name: string; clientConfig?: { caBundle?: string } }[] }
+
+/** Step 3; returns how many webhooks were patched. */
+export async function syncCaBundle(api: ApiClient, configName: string, caBundle: string): Promise<number> {
+  const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${configName}`;
+  const cfg = await api.json<WebhookConfig>('GET', path);
+  const want = b64(caBundle);
+  const ops = (cfg.webhooks ?? []).flatMap((w, i) => (w.clientConfig?.caBundle === want ? [] : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want }]));
+  if (ops.length === 0) return 0;
+  await api.json('PATCH', path, [{ op: 'test', path: '/metadata/resourceVersion', value: cfg.metadata.resourceVersion }, ...ops], 'application/json-patch+json');
+  return ops.length;
+}

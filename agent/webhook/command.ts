@@ -1,0 +1,108 @@
+// `ownerrefs-agent webhook`: wiring only. TLS from files (re-read when they change) or
+// self-managed (certs.ts), the HTTPS server (server.ts), health and metrics.
+
+import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import chokidar from 'chokidar';
+import type { Logger } from 'pino';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { loadKubeConfig } from '../agent.ts';
+import { KubeApiClient } from '../kube/client.ts';
+import { startHealthServer } from '../monitoring/health.ts';
+import { F } from '../monitoring/logfields.ts';
+import type { WebhookConfig } from './config.ts';
+import { startWebhookServer, type TlsMaterial } from './server.ts';
+
+export interface RunningWebhook {
+  port: number;
+  healthPort: number;
+  stop(): Promise<void>;
+}
+
+export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<RunningWebhook> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const reviews = new Counter({ name: 'ownerrefs_webhook_reviews_total', help: 'AdmissionReviews answered, by result (mutated, unchanged, denied, malformed) and kind', labelNames: ['result', 'kind'], registers: [registry] });
+  const seconds = new Histogram({ name: 'ownerrefs_webhook_review_seconds', help: 'Time from a review\'s arrival to its answer', buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1], registers: [registry] });
+  const expiry = new Gauge({ name: 'ownerrefs_webhook_certificate_expiry_timestamp_seconds', help: 'When the serving certificate expires (Unix time)', registers: [registry] });
+  let tlsError = 'no serving certificate yet';
+
+  let tls: TlsMaterial;
+  let refresh: () => Promise<TlsMaterial | undefined>;
+  let watcher: { close(): Promise<void> } | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  if (cfg.certFile && cfg.keyFile) {
+    const read = async () => ({ cert: await readFile(cfg.certFile!, 'utf8'), key: await readFile(cfg.keyFile!, 'utf8') });
+    tls = await read();
+    refresh = read;
+  } else {
+    // Loaded only in self-managed mode: the certificate library is not small.
+    const certs = await import('./certs.ts');
+    const api = new KubeApiClient(loadKubeConfig(cfg.kubeconfig));
+    const svc = cfg.service;
+    const names = [svc, `${svc}.${cfg.namespace}`, `${svc}.${cfg.namespace}.svc`, ...cfg.extraSans.filter((s) => !isIP(s))];
+    const opts = { namespace: cfg.namespace, secretName: cfg.secret, dnsNames: names, ipAddresses: cfg.extraSans.filter((s) => isIP(s)) };
+    refresh = async () => {
+      const t = await certs.ensureServingTls(api, opts);
+      const patched = await certs.syncCaBundle(api, cfg.configName, t.caBundle);
+      if (patched > 0) log.info({ webhooks: patched }, 'caBundle updated in the webhook configuration');
+      return t;
+    };
+    tls = (await refresh())!;
+  }
+  tlsError = '';
+  setExpiry(tls, expiry);
+
+  const server = await startWebhookServer({
+    host: cfg.listenHost, port: cfg.listenPort, tls, log,
+    observe: (result, kind, s) => {
+      reviews.inc({ result, kind });
+      seconds.observe(s);
+    },
+  });
+  const reload = async (why: string) => {
+    try {
+      const next = await refresh();
+      if (next && (next.cert !== tls.cert || next.key !== tls.key)) {
+        server.setTls(next);
+        tls = next;
+        setExpiry(tls, expiry);
+        log.info({ [F.reason]: why }, 'serving certificate replaced');
+      }
+      tlsError = '';
+    } catch (err) {
+      tlsError = `refreshing the certificate failed: ${String(err)}`;
+      log.warn({ [F.err]: String(err), [F.reason]: why }, 'refreshing the serving certificate failed; still serving the current one');
+    }
+  };
+  if (cfg.certFile) {
+    const w = chokidar.watch([cfg.certFile, cfg.keyFile!], { ignoreInitial: true, awaitWriteFinish: { stabilityThreshold: 500 } });
+    w.on('all', () => void reload('certificate files changed'));
+    watcher = w;
+  } else {
+    timer = setInterval(() => void reload('periodic check'), 3_600_000);
+    timer.unref();
+  }
+  const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry, ready: () => (tlsError ? [tlsError] : []) });
+  const port = (server.server.address() as { port: number }).port;
+  log.info({ port, selfManaged: !cfg.certFile }, 'webhook serving');
+  return {
+    port,
+    healthPort: (health.address() as { port: number }).port,
+    async stop() {
+      if (timer) clearInterval(timer);
+      await watcher?.close();
+      await server.close();
+      await new Promise<void>((r) => health.close(() => r()));
+    },
+  };
+}
+
+function setExpiry(tls: TlsMaterial, g: Gauge): void {
+  try {
+    const { X509Certificate } = process.getBuiltinModule('node:crypto');
+    g.set(Date.parse(new X509Certificate(tls.cert).validTo) / 1000);
+  } catch {
+    // not a certificate we can read; the TLS handshake will say so
+  }
+}

@@ -1,0 +1,74 @@
+// Command-line and environment configuration for `ownerrefs-agent webhook`.
+
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../common/errors.ts';
+
+export interface WebhookConfig {
+  listenHost: string;
+  listenPort: number;
+  healthHost: string;
+  healthPort: number;
+  kubeconfig: string | undefined;
+  logLevel: string;
+  /** Serve these files (cert-manager or your own PKI), re-read when they change; else self-managed. */
+  certFile: string | undefined;
+  keyFile: string | undefined;
+  namespace: string;
+  service: string;
+  secret: string;
+  configName: string;
+  /** Extra names for the serving certificate (tests: 127.0.0.1). */
+  extraSans: string[];
+}
+
+export const WEBHOOK_FLAGS = {
+  listen: { env: 'OWNERREFS_WEBHOOK_LISTEN', def: ':9443', help: 'host:port for HTTPS (POST /mutate)' },
+  'health-addr': { env: 'OWNERREFS_HEALTH_ADDR', def: ':8081', help: 'host:port for /healthz, /readyz and /metrics (plain HTTP)' },
+  kubeconfig: { env: 'KUBECONFIG', def: '', help: 'kubeconfig path; empty means in-cluster service account' },
+  'log-level': { env: 'LOG_LEVEL', def: 'info', help: 'trace, debug, info, warn, error or fatal' },
+  'tls-cert-file': { env: 'OWNERREFS_TLS_CERT_FILE', def: '', help: 'serve this certificate (PEM; cert-manager\'s tls.crt); empty: self-managed CA in --secret' },
+  'tls-key-file': { env: 'OWNERREFS_TLS_KEY_FILE', def: '', help: 'its private key (PEM)' },
+  namespace: { env: 'POD_NAMESPACE', def: 'ownerrefs-system', help: 'the webhook\'s namespace (the Secret lives here)' },
+  service: { env: 'OWNERREFS_WEBHOOK_SERVICE', def: 'ownerrefs-webhook', help: 'the Service in front of the webhook: the certificate names it' },
+  secret: { env: 'OWNERREFS_WEBHOOK_SECRET', def: 'ownerrefs-webhook-tls', help: 'self-managed mode: the Secret holding the CA and serving pair' },
+  'webhook-config': { env: 'OWNERREFS_WEBHOOK_CONFIG', def: 'ownerrefs.dev', help: 'self-managed mode: the MutatingWebhookConfiguration whose caBundle is kept current' },
+  'extra-san': { env: 'OWNERREFS_WEBHOOK_EXTRA_SAN', def: '', help: 'comma-separated extra DNS names or IPs for the self-managed certificate' },
+} as const;
+
+type FlagName = keyof typeof WEBHOOK_FLAGS;
+
+function hostPort(flag: string, v: string): [string, number] {
+  const m = /^(.*):(\d+)$/.exec(v);
+  if (!m || Number(m[2]) > 65535) throw new ConfigError(`--${flag} must be host:port, got ${JSON.stringify(v)}`);
+  return [m[1] || '0.0.0.0', Number(m[2])];
+}
+
+export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): WebhookConfig {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(Object.keys(WEBHOOK_FLAGS).map((k) => [k, { type: 'string' }])) as Record<FlagName, { type: 'string' }>,
+    strict: true,
+    allowPositionals: false,
+  });
+  const get = (k: FlagName): string => (values[k] as string | undefined) ?? env[WEBHOOK_FLAGS[k].env] ?? WEBHOOK_FLAGS[k].def;
+  const [listenHost, listenPort] = hostPort('listen', get('listen'));
+  const [healthHost, healthPort] = hostPort('health-addr', get('health-addr'));
+  const certFile = get('tls-cert-file') || undefined;
+  const keyFile = get('tls-key-file') || undefined;
+  if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('--tls-cert-file and --tls-key-file go together');
+  const level = get('log-level');
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(level)) {
+    throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, fatal; got ${JSON.stringify(level)}`);
+  }
+  return {
+    listenHost, listenPort, healthHost, healthPort, certFile, keyFile, logLevel: level,
+    kubeconfig: get('kubeconfig') || undefined,
+    namespace: get('namespace'), service: get('service'), secret: get('secret'), configName: get('webhook-config'),
+    extraSans: get('extra-san').split(',').map((s) => s.trim()).filter(Boolean),
+  };
+}
+
+export function webhookHelp(): string {
+  const rows = Object.entries(WEBHOOK_FLAGS).map(([k, f]) => `  --${k.padEnd(20)} ${f.help}\n  ${' '.repeat(22)} env ${f.env}, default ${JSON.stringify(f.def)}`);
+  return `Usage: ownerrefs-agent webhook [flags]\n\nServe the mutating admission webhook that makes KEP-4753's fieldRef metadata.ownerReferences\nvalid in Pods and pod templates.\n\n${rows.join('\n')}\n`;
+}

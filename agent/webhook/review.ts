@@ -1,0 +1,102 @@
+// AdmissionReview (admission.k8s.io/v1) in and out. Every byte of a request is untrusted:
+// the API server relays any pod author's object, and anything that can reach the port can
+// send anything. A review that is not one gets a clear refusal, never a crash.
+
+import type { Mutation } from './objects.ts';
+import { mutate } from './objects.ts';
+
+export const API_VERSION = 'admission.k8s.io/v1';
+
+export interface AdmissionRequest {
+  uid: string;
+  kind: { group: string; version: string; kind: string };
+  operation: string;
+  namespace?: string;
+  name?: string;
+  subResource?: string;
+  object: unknown;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  patchType?: 'JSONPatch';
+  patch?: string;
+  status?: { code: number; message: string };
+  warnings?: string[];
+}
+
+export class ReviewError extends Error {
+  override readonly name = 'ReviewError';
+  /** The request's uid when it could be read: the answer can still be a review. */
+  readonly uid: string | undefined;
+  constructor(message: string, uid?: string) {
+    super(message);
+    this.uid = uid;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The request inside a review body, or a ReviewError saying what is wrong with it. */
+export function parseReview(body: string): AdmissionRequest {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch (err) {
+    throw new ReviewError(`the body is not JSON: ${(err as Error).message}`);
+  }
+  if (!isRecord(doc)) throw new ReviewError('the body is not a JSON object');
+  if (doc.apiVersion !== API_VERSION || doc.kind !== 'AdmissionReview') {
+    throw new ReviewError(`expected apiVersion ${API_VERSION}, kind AdmissionReview; got ${JSON.stringify(doc.apiVersion)}, ${JSON.stringify(doc.kind)}`);
+  }
+  const r = doc.request;
+  if (!isRecord(r)) throw new ReviewError('the review has no request');
+  const uid = typeof r.uid === 'string' && r.uid.length > 0 && r.uid.length <= 128 ? r.uid : undefined;
+  if (!uid) throw new ReviewError('request.uid is missing or not a short string');
+  const kind = r.kind;
+  if (!isRecord(kind) || typeof kind.kind !== 'string' || typeof kind.group !== 'string' || typeof kind.version !== 'string') {
+    throw new ReviewError('request.kind must carry group, version and kind', uid);
+  }
+  if (typeof r.operation !== 'string') throw new ReviewError('request.operation is missing', uid);
+  return {
+    uid, operation: r.operation, object: r.object,
+    kind: { group: kind.group, version: kind.version, kind: kind.kind },
+    ...(typeof r.namespace === 'string' ? { namespace: r.namespace } : {}),
+    ...(typeof r.name === 'string' ? { name: r.name } : {}),
+    ...(typeof r.subResource === 'string' ? { subResource: r.subResource } : {}),
+  };
+}
+
+/** Kinds the webhook rewrites, by API group (the core group is ""). */
+const SERVED: Readonly<Record<string, readonly string[]>> = {
+  '': ['Pod', 'ReplicationController', 'PodTemplate'],
+  apps: ['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet'],
+  batch: ['Job', 'CronJob'],
+};
+
+/** The mutation for one request: only CREATE and UPDATE of served kinds change anything. */
+export function admit(req: AdmissionRequest): Mutation {
+  const served = SERVED[req.kind.group]?.includes(req.kind.kind) ?? false;
+  if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || !isRecord(req.object)) {
+    return { allowed: true, patch: [], changed: [], warnings: [] };
+  }
+  return mutate(req.kind.kind, req.object);
+}
+
+export function reviewOf(response: AdmissionResponse): string {
+  return JSON.stringify({ apiVersion: API_VERSION, kind: 'AdmissionReview', response });
+}
+
+export function responseFor(uid: string, m: Mutation): AdmissionResponse {
+  if (!m.allowed) return { uid, allowed: false, status: { code: 422, message: m.message } };
+  const r: AdmissionResponse = { uid, allowed: true };
+  if (m.patch.length > 0) {
+    r.patchType = 'JSONPatch';
+    r.patch = Buffer.from(JSON.stringify(m.patch)).toString('base64');
+  }
+  if (m.warnings.length > 0) r.warnings = m.warnings;
+  return r;
+}
