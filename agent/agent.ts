@@ -52,6 +52,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   const nodeConfig = new NodeConfigSource({
     current: () => reconciler.settings,
     apply: (s) => reconciler.setSettings(s),
+    allocatable: (a) => reconciler.setAllocatable(a),
     events,
     log,
   });

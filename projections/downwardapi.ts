@@ -24,6 +24,8 @@ export const DEFAULT_MODE = 0o644;
 /** Bounds on hostile input; the kubelet's own limits are 4096 bytes per path, 255 per name. */
 export const MAX_ITEMS = 128;
 const MAX_PATH = 4096;
+/** Names the agent's writer uses for its temporaries (agent/volume/writer.ts); no item may use them. */
+export const RESERVED_NAME_PREFIX = '.ownerrefs-tmp.';
 const MAX_NAME = 255;
 
 export interface ObjectFieldRef { apiVersion?: string; fieldPath: string }
@@ -142,6 +144,7 @@ function checkPath(p: unknown, at: string): string[] {
     return [`${at}.path: too long (at most ${MAX_PATH} bytes, ${MAX_NAME} per name)`];
   }
   if (cleanPath(p) === '.') return [`${at}.path: names no file`];
+  if (p.split('/').some((c) => c.startsWith(RESERVED_NAME_PREFIX))) return [`${at}.path: names starting with ${RESERVED_NAME_PREFIX} are reserved for the agent's temporary files`];
   return [];
 }
 

@@ -7,6 +7,7 @@ export type FailureReason =
   | 'VolumeNotDeclared' // annotation names a volume the pod does not have
   | 'UnsupportedVolumeType' // names a volume that is not an emptyDir
   | 'InvalidMirrorUID' // kubernetes.io/config.mirror is not a valid uid
+  | 'InvalidDownwardAPI' // a CSI volume's downwardAPI items cannot be served
   | 'TooLarge' // rendered files exceed the size limit
   | 'UnsafePath' // a symlink or non-directory on the way to the volume
   | 'NameTaken' // something that is not our file sits at one of our names

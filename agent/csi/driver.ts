@@ -13,7 +13,7 @@ import { F } from '../monitoring/logfields.ts';
 import type { PodView } from '../policy/podtable.ts';
 import { CSI_POD_WAIT_MS } from '../common/defaults.ts';
 import { describe, isDns1123Label, isDns1123Subdomain } from '../common/validation.ts';
-import { diskUID, usesCsiDriver } from '../volume/resolve.ts';
+import { diskUID, DOWNWARD_API_ATTRIBUTE, usesCsiDriver } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import type * as M from './messages.ts';
 import { parseTargetPath } from './paths.ts';
@@ -121,10 +121,10 @@ export class NodeDriver {
       throw invalid(`${DRIVER_NAME} serves only ephemeral inline volumes: declare it in the pod (spec.volumes[].csi), ` +
         `not as a PersistentVolume, and install the CSIDriver object with podInfoOnMount: true`);
     }
-    const extra = Object.keys(ctx).filter((k) => !k.startsWith(KUBELET_PREFIX));
+    const extra = Object.keys(ctx).filter((k) => !k.startsWith(KUBELET_PREFIX) && k !== DOWNWARD_API_ATTRIBUTE);
     if (extra.length > 0) {
-      throw invalid(`${DRIVER_NAME} takes no volumeAttributes; remove ${extra.slice(0, 3).map((k) => describe(k)).join(', ')} ` +
-        'from the pod\'s csi volume source');
+      throw invalid(`${DRIVER_NAME} takes one volumeAttribute, ${DOWNWARD_API_ATTRIBUTE} (written by the ownerrefs.dev webhook); remove ` +
+        `${extra.slice(0, 3).map((k) => describe(k)).join(', ')} from the pod's csi volume source`);
     }
     const uid = ctx[POD_INFO.uid] ?? '';
     const namespace = ctx[POD_INFO.namespace] ?? '';
@@ -208,6 +208,7 @@ export function toCsiError(err: unknown): CsiError {
   const message = `${err.reason}: ${err.message}`;
   switch (err.reason) {
     case 'TooLarge': return new CsiError(Code.ResourceExhausted, message, err);
+    case 'InvalidDownwardAPI': return new CsiError(Code.InvalidArgument, message, err);
     case 'UnsafePath':
     case 'NameTaken':
     case 'VolumeNotFound': return new CsiError(Code.FailedPrecondition, message, err);

@@ -10,6 +10,8 @@ import { sameSettings, settingsFromLabels, type NodeSettings } from './nodeconfi
 
 export interface NodeView {
   metadata?: { name?: string; uid?: string; labels?: Record<string, string> | null } | undefined;
+  /** Read by downwardAPI items for limits a container does not set. */
+  status?: { allocatable?: Record<string, string> | null } | undefined;
 }
 
 export class NodeConfigSource implements ReflectorHandler<NodeView> {
@@ -17,6 +19,7 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
   readonly #current: () => NodeSettings;
   readonly #events: EventSink;
   readonly #log: Logger;
+  readonly #allocatable: ((a: Record<string, string>) => void) | undefined;
   /** Invalid labels already reported, so a relist or an unrelated label edit does not repeat them. */
   #reported = '';
   #configured = false;
@@ -24,8 +27,9 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
   /** Resolves once the Node has been read (or found absent). */
   readonly whenConfigured = new Promise<void>((r) => (this.#markConfigured = r));
 
-  constructor(opts: { current: () => NodeSettings; apply: (s: NodeSettings) => void; events: EventSink; log: Logger }) {
+  constructor(opts: { current: () => NodeSettings; apply: (s: NodeSettings) => void; events: EventSink; log: Logger; allocatable?: (a: Record<string, string>) => void }) {
     this.#apply = opts.apply;
+    this.#allocatable = opts.allocatable;
     this.#current = opts.current;
     this.#events = opts.events;
     this.#log = opts.log;
@@ -53,6 +57,7 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
         this.#events.warn({ kind: 'Node', name: node.metadata?.name ?? '', uid: node.metadata?.uid }, REASON_INVALID_NODE_LABEL, i.message);
       }
     }
+    this.#allocatable?.(node.status?.allocatable ?? {});
     if (!sameSettings(settings, this.#current())) {
       this.#log.info({ [F.node]: node.metadata?.name, settings }, 'node settings changed');
       this.#apply(settings);

@@ -7,8 +7,9 @@
 import { ProjectionError } from '../common/errors.ts';
 import { describe } from '../common/validation.ts';
 import type { NodeSettings } from '../kube/nodeconfig.ts';
+import { checkSource, DownwardAPIError, renderDownwardAPI, type DownwardAPISource, type ResourceList } from '../../projections/downwardapi.ts';
 import { ownersOf, project, type OwnerReference, type ProjectedFile } from '../../projections/index.ts';
-import { ANNOTATION_MIRROR, optedIn, resolveVolumes, usesCsiDriver, type ResolvedVolume } from '../volume/resolve.ts';
+import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE, optedIn, resolveVolumes, usesCsiDriver, type ResolvedVolume } from '../volume/resolve.ts';
 import type { PodView } from './podtable.ts';
 
 export interface AdmissionOptions {
@@ -19,6 +20,8 @@ export interface AdmissionOptions {
   csiDriver?: string | undefined;
   /** The pod's mirror annotation names a directory it may not use (see DiskClaims), and why. */
   mirrorRefused?: { claimed: string; why: string } | undefined;
+  /** The node's allocatable: limits a container does not set read as this (downwardAPI items). */
+  allocatable?: ResourceList | undefined;
 }
 
 export interface Admission {
@@ -27,6 +30,8 @@ export interface Admission {
   /** The annotation's emptyDir volumes that are served. */
   volumes: ResolvedVolume[];
   files: ProjectedFile[];
+  /** CSI volumes whose downwardAPI attribute gives them files of their own, or why not (also in `errors`). */
+  volumeFiles: Map<string, ProjectedFile[] | ProjectionError>;
   owners: readonly OwnerReference[];
   /** Everything the pod author should fix, in the order the Events report them. */
   errors: ProjectionError[];
@@ -43,10 +48,49 @@ export function admit(pod: PodView, o: AdmissionOptions): Admission {
   const size = files.reduce((n, f) => n + f.bytes.length, 0);
   const tooLarge = size > o.maxBytes ? new ProjectionError('TooLarge',
     `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${o.maxBytes}; files are left as they were`) : undefined;
+  const volumeFiles = o.csiDriver === undefined ? new Map() : itemVolumes(pod, o.csiDriver, o.allocatable ?? {}, o.maxBytes);
+  const refused = [...volumeFiles.values()].filter((v): v is ProjectionError => v instanceof ProjectionError);
   return {
     optedIn: optedIn(pod) || usesCsiDriver(pod, o.csiDriver),
-    volumes, files, owners: ownersOf(pod),
-    errors: tooLarge ? [...errors, tooLarge] : errors,
+    volumes, files, volumeFiles, owners: ownersOf(pod),
+    errors: [...errors, ...refused, ...(tooLarge ? [tooLarge] : [])],
     tooLarge,
   };
+}
+
+/**
+ * The files of each of the driver's volumes that carries a downwardAPI source. The
+ * attribute is pod-author input (the webhook checked it, but it can be written by hand),
+ * so it is checked again here; a volume whose items cannot be served gets nothing.
+ */
+function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, maxBytes: number): Map<string, ProjectedFile[] | ProjectionError> {
+  const out = new Map<string, ProjectedFile[] | ProjectionError>();
+  const containers = [...pod.spec?.containers ?? [], ...pod.spec?.initContainers ?? []].flatMap((c) => (c.name ? [c.name] : []));
+  for (const v of pod.spec?.volumes ?? []) {
+    const attr = v.csi?.driver === driver ? v.csi.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] : undefined;
+    if (attr === undefined) continue;
+    const refuse = (message: string) => out.set(v.name, new ProjectionError('InvalidDownwardAPI', message, { volume: v.name }));
+    let src: unknown;
+    try {
+      src = JSON.parse(attr);
+    } catch (err) {
+      refuse(`volume "${v.name}": the ${DOWNWARD_API_ATTRIBUTE} attribute is not JSON (${(err as Error).message}); write the volume as a downwardAPI volume and let the ownerrefs.dev webhook rewrite it`);
+      continue;
+    }
+    const problems = checkSource(src, `volume "${v.name}" ${DOWNWARD_API_ATTRIBUTE}`, containers);
+    if (problems.length > 0) {
+      refuse(problems.slice(0, 3).join('; ') + (problems.length > 3 ? ` (and ${problems.length - 3} more)` : ''));
+      continue;
+    }
+    try {
+      const files = renderDownwardAPI(pod, src as DownwardAPISource, allocatable);
+      const size = files.reduce((n, f) => n + f.bytes.length, 0);
+      if (size > maxBytes) out.set(v.name, new ProjectionError('TooLarge', `volume "${v.name}": the items render to ${size} bytes, over the agent's limit of ${maxBytes}`, { volume: v.name }));
+      else out.set(v.name, files);
+    } catch (err) {
+      if (!(err instanceof DownwardAPIError)) throw err;
+      refuse(`volume "${v.name}": ${err.message}`);
+    }
+  }
+  return out;
 }

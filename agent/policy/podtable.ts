@@ -4,22 +4,30 @@
 // directory); by on-disk pod UID (the CSI driver and static pods name that). It keeps
 // the directory watches and the pods/volumes gauges in step with the indexes.
 //
-// A volume is up to date when the fingerprint it was last synced with equals the pod's
-// current one and nothing asked for it to be checked on disk (`verify`).
+// A volume is up to date when the fingerprint it was last synced with equals the one it
+// should have now and nothing asked for it to be checked on disk (`verify`). Most volumes
+// get the pod's files; a CSI volume carrying downwardAPI items (the webhook's rewrite of
+// KEP syntax) gets its own, or a refusal when its items cannot be served.
 
 import path from 'node:path';
 import type { ProjectionError } from '../common/errors.ts';
+import type { DownwardPod } from '../../projections/downwardapi.ts';
 import type { InvolvedObject } from '../kube/events.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
 import type { DirWatcher } from '../volume/dirwatch.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 
 /** The parts of a pod object the agent reads. */
-export type PodView = PodMeta & PodVolumesView & {
+export type PodView = PodMeta & PodVolumesView & DownwardPod & {
   metadata?: { name?: string; namespace?: string; uid?: string } | undefined;
 };
+
+type ContainerResources = NonNullable<NonNullable<DownwardPod['spec']>['containers']>[number]['resources'];
+
+/** A volume's own files (downwardAPI items) and their fingerprint, or why they are refused. */
+export type VolumeFiles = { files: readonly ProjectedFile[]; fingerprint: string } | { refused: ProjectionError };
 
 /** One tracked pod. Read-only outside this module: PodTable's methods make every change. */
 export interface Tracked {
@@ -35,6 +43,8 @@ export interface Tracked {
   readonly files: readonly ProjectedFile[];
   /** Identifies `files`. */
   readonly fingerprint: string;
+  /** Volumes with files of their own (see VolumeFiles); the others get `files`. */
+  readonly volumeFiles: ReadonlyMap<string, VolumeFiles>;
   /** Per volume, the fingerprint last synced there. */
   readonly synced: ReadonlyMap<string, string>;
   /** Volumes whose disk state must be checked even if the fingerprint matches. */
@@ -98,7 +108,7 @@ export class PodTable {
 
   track(uid: string, pod: InvolvedObject, diskUid: string): Tracked {
     const t: Mutable = {
-      pod, view: {}, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', synced: new Map(), verify: new Set(), stamps: new Map(),
+      pod, view: {}, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', volumeFiles: new Map(), synced: new Map(), verify: new Set(), stamps: new Map(),
       reported: '', receivedAt: 0, refused: undefined,
     };
     this.#pods.set(uid, t);
@@ -162,23 +172,30 @@ export class PodTable {
     m.volumes = volumes;
   }
 
-  /** New files for the pod; false (and nothing changes) when they are the ones it has. */
-  setFiles(t: Tracked, files: readonly ProjectedFile[], owners: readonly OwnerReference[], now: number): boolean {
+  /**
+   * New files for the pod, and for volumes with files of their own (kept as they are when
+   * `volumeFiles` is not given); false (and nothing changes) when they are the ones it has.
+   */
+  setFiles(t: Tracked, files: readonly ProjectedFile[], owners: readonly OwnerReference[], now: number,
+    volumeFiles?: ReadonlyMap<string, readonly ProjectedFile[] | ProjectionError>): boolean {
     const fingerprint = fingerprintOf(files);
-    if (fingerprint === t.fingerprint) return false;
+    const next = volumeFiles === undefined ? t.volumeFiles : new Map([...volumeFiles].map(([name, f]): [string, VolumeFiles] =>
+      [name, Array.isArray(f) ? { files: f, fingerprint: fingerprintOf(f) } : { refused: f as ProjectionError }]));
+    const key = (m: ReadonlyMap<string, VolumeFiles>) => [...m].map(([n, v]) => `${n}\0${'refused' in v ? `!${v.refused.message}` : v.fingerprint}`).join('\0\0');
+    if (fingerprint === t.fingerprint && (next === t.volumeFiles || key(next) === key(t.volumeFiles))) return false;
     const m = this.#own(t);
-    Object.assign(m, { files, owners, fingerprint, receivedAt: now });
+    Object.assign(m, { files, owners, fingerprint, volumeFiles: next, receivedAt: now });
     return true;
   }
 
-  /** True when some volume has not been synced with the pod's current files. */
+  /** True when some volume has not been synced with the files it should hold. */
   behind(t: Tracked): boolean {
-    return t.volumes.some((v) => t.synced.get(v.name) !== t.fingerprint);
+    return t.volumes.some((v) => !refusedIn(t, v.name) && t.synced.get(v.name) !== fingerprintFor(t, v.name));
   }
 
-  /** True when the volume holds the current files and nothing asked to check it on disk. */
+  /** True when the volume holds the files it should and nothing asked to check it on disk. */
   upToDate(t: Tracked, volume: string): boolean {
-    return t.synced.get(volume) === t.fingerprint && !t.verify.has(volume);
+    return t.synced.get(volume) === fingerprintFor(t, volume) && !t.verify.has(volume);
   }
 
   /** Ask for the volume (every volume without a name) to be checked on disk at its next sync. */
@@ -219,6 +236,28 @@ export class PodTable {
   }
 }
 
+/** The files `volume` should hold. */
+export function filesFor(t: Tracked, volume: string): readonly ProjectedFile[] {
+  const own = t.volumeFiles.get(volume);
+  return own === undefined ? t.files : 'files' in own ? own.files : [];
+}
+
+export function fingerprintFor(t: Tracked, volume: string): string {
+  const own = t.volumeFiles.get(volume);
+  return own === undefined ? t.fingerprint : 'files' in own ? own.fingerprint : '';
+}
+
+/** Why `volume`'s own files cannot be served, if they cannot. */
+export function refusedIn(t: Tracked, volume: string): ProjectionError | undefined {
+  const own = t.volumeFiles.get(volume);
+  return own !== undefined && 'refused' in own ? own.refused : undefined;
+}
+
+/** True when the volume holds downwardAPI items rather than the agent's own files. */
+export function hasOwnFiles(t: Tracked, volume: string): boolean {
+  return t.volumeFiles.has(volume);
+}
+
 export function dirOf(target: VolumeTarget): string {
   return path.join(target.root, ...target.components);
 }
@@ -231,16 +270,26 @@ function fingerprintOf(files: readonly ProjectedFile[]): string {
   return files.map((f) => `${f.path}\0${f.mode}\0${f.bytes.toString('latin1')}`).join('\0\0');
 }
 
-/** The parts of a pod upsert reads; the watch object itself (status and all) is not kept. */
+/**
+ * The parts of a pod upsert reads; the watch object itself (status and all) is not kept.
+ * Labels, annotations and container resources only when a volume's items may read them.
+ */
 function slim(pod: PodView): PodView {
   const a = pod.metadata?.annotations ?? {};
+  const items = (pod.spec?.volumes ?? []).some((v) => v.csi?.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] !== undefined);
   const keep = [ANNOTATION_VOLUME, ANNOTATION_MIRROR].filter((k) => a[k] !== undefined);
+  const resources = (cs: readonly { name?: string; resources?: unknown }[] | null | undefined) =>
+    cs?.map((c) => ({ name: c.name, resources: c.resources as ContainerResources }));
   return {
     metadata: {
       name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid,
-      annotations: Object.fromEntries(keep.map((k) => [k, a[k]!])),
+      annotations: items ? pod.metadata?.annotations : Object.fromEntries(keep.map((k) => [k, a[k]!])),
+      ...(items ? { labels: pod.metadata?.labels } : {}),
       ownerReferences: pod.metadata?.ownerReferences,
     },
-    spec: { volumes: pod.spec?.volumes },
+    spec: {
+      volumes: pod.spec?.volumes,
+      ...(items ? { containers: resources(pod.spec?.containers), initContainers: resources(pod.spec?.initContainers) } : {}),
+    },
   };
 }

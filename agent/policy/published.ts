@@ -21,7 +21,7 @@ import { ALL_FILE_NAMES } from '../../projections/index.ts';
 import type { DirLocks } from '../volume/dirlocks.ts';
 import type { ResolvedVolume } from '../volume/resolve.ts';
 import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
-import { dirOf, podKey, type PodTable, type Tracked } from './podtable.ts';
+import { dirOf, filesFor, podKey, refusedIn, type PodTable, type Tracked } from './podtable.ts';
 import type { VolumeSync } from './volumesync.ts';
 
 export interface PublishedDeps {
@@ -88,6 +88,8 @@ export class PublishedTargets {
     if (!found) return false;
     const { uid, t } = found;
     if (t.refused) throw t.refused.withContext({ pod: podKey(t), volume });
+    const refused = refusedIn(t, volume);
+    if (refused) throw refused.withContext({ pod: podKey(t), volume }); // reported on the pod at upsert
     const republish = this.#targets.get(diskUid)?.has(volume) ?? false;
     const adoption = this.#adopt(diskUid, volume, target);
     try {
@@ -118,8 +120,12 @@ export class PublishedTargets {
 
   /** Stops updating `target`, then removes the files the agent wrote there and the directory. */
   async unpublish(diskUid: string, volume: string, target: VolumeTarget): Promise<string[]> {
+    // The item paths a volume of downwardAPI items holds, while the pod is still known; the
+    // writer's clear also empties directories it made, whatever the names.
+    const t = this.#d.table.onDisk(diskUid)?.t;
+    const names = [...new Set([...ALL_FILE_NAMES, ...(t ? filesFor(t, volume).map((f) => f.path) : [])])];
     this.#forget(diskUid, volume);
-    return (await this.#d.locks.run(dirOf(target), () => this.#d.writer.clear(target, ALL_FILE_NAMES))).removed;
+    return (await this.#d.locks.run(dirOf(target), () => this.#d.writer.clear(target, names))).removed;
   }
 
   /** Shutting down: nobody should keep waiting. */

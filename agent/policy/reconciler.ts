@@ -9,7 +9,7 @@
 
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { ALL_FILE_NAMES, FILES, project } from '../../projections/index.ts';
+import { FILES, project } from '../../projections/index.ts';
 import { admit } from './admission.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import type { DirWatchEvents, DirWatcher } from '../volume/dirwatch.ts';
@@ -24,7 +24,8 @@ import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
-import { PodTable, dirOf, podKey, type PodView, type Tracked } from './podtable.ts';
+import { PodTable, dirOf, filesFor, fingerprintFor, podKey, refusedIn, type PodView, type Tracked } from './podtable.ts';
+import type { ResourceList } from '../../projections/downwardapi.ts';
 import { FailureReporter } from './reporter.ts';
 import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from '../volume/resolve.ts';
 import { CONCURRENCY, MAX_BYTES } from '../common/defaults.ts';
@@ -59,6 +60,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   readonly #published: PublishedTargets;
   readonly #claims = new DiskClaims();
   #settings: NodeSettings = DEFAULT_SETTINGS;
+  #allocatable: ResourceList = {};
 
   constructor(opts: ReconcilerOptions) {
     if (!path.isAbsolute(opts.kubeletRoot)) throw new Error(`kubelet root must be absolute, got ${JSON.stringify(opts.kubeletRoot)}`);
@@ -141,14 +143,14 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     this.#pods.setDisk(uid, t, disk);
     const a = admit(pod, {
       kubeletRoot: this.#o.kubeletRoot, settings: this.#settings, maxBytes: this.#o.maxBytes, csiDriver: this.#o.csiDriver,
-      mirrorRefused: refusal ? { claimed, why: refusal } : undefined,
+      mirrorRefused: refusal ? { claimed, why: refusal } : undefined, allocatable: this.#allocatable,
     });
     this.#reportResolution(t, a.errors);
     this.#pods.setView(t, pod, a.tooLarge);
     this.#pods.setVolumes(uid, t, a.volumes, refusal ? [] : this.#published.volumes(disk));
     this.#published.arrived(disk);
     if (a.tooLarge) return;
-    this.#pods.setFiles(t, a.files, a.owners, this.#o.clock.now());
+    this.#pods.setFiles(t, a.files, a.owners, this.#o.clock.now(), a.volumeFiles);
     if (this.#pods.behind(t)) this.#queue.add(uid);
   }
 
@@ -164,6 +166,16 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     else for (const [uid, t] of this.#pods.entries()) if (this.#pods.behind(t)) this.#queue.add(uid);
   }
 
+  /**
+   * The node's allocatable changed: downwardAPI items read it for limits a container does
+   * not set, so pods with such volumes are rendered again (the others cost nothing).
+   */
+  setAllocatable(next: ResourceList): void {
+    if (JSON.stringify(next) === JSON.stringify(this.#allocatable)) return;
+    this.#allocatable = next;
+    for (const [, t] of [...this.#pods.entries()]) if (t.volumeFiles.size > 0) this.#upsertOne(t.view);
+  }
+
   /** Verify every tracked volume on disk (periodic backstop for missed inotify events). */
   resyncAll(): void {
     for (const [uid, t] of this.#pods.entries()) {
@@ -174,11 +186,13 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
   appeared(dir: string): void {
     // Also fired when a watch is set up on an existing directory: skip if our files are intact.
-    this.#verifyUnlessOurs(dir, FILES.ownerReferences);
+    const at = this.#pods.atDir(dir);
+    const own = at && at.t.volumeFiles.has(at.volume) ? filesFor(at.t, at.volume)[0]?.path : undefined;
+    this.#verifyUnlessOurs(dir, own ?? FILES.ownerReferences);
   }
 
   changed(dir: string, name: string): void {
-    if (ALL_FILE_NAMES.includes(name)) this.#verifyUnlessOurs(dir, name);
+    this.#verifyUnlessOurs(dir, name);
   }
 
   /**
@@ -189,7 +203,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   #verifyUnlessOurs(dir: string, name: string): void {
     const at = this.#pods.atDir(dir);
     const v = at?.t.volumes.find((x) => x.name === at.volume);
-    if (!at || !v || !at.t.files.some((f) => f.path === name)) return; // not a file we keep there
+    if (!at || !v || !filesFor(at.t, at.volume).some((f) => f.path === name)) return; // not a file we keep there
     const { t } = at;
     // Under the directory's lock: an event for a rename still in flight is judged after
     // that sync has recorded its stamps.
@@ -251,7 +265,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const remove = this.#removals();
     let failed = false;
     for (const v of t.volumes) {
-      if (this.#pods.upToDate(t, v.name)) continue;
+      if (this.#pods.upToDate(t, v.name) || refusedIn(t, v.name)) continue; // a refused volume was reported at upsert
       if (this.#pods.atDir(dirOf(v.target))?.uid !== uid) continue; // dropped (say, unpublished) since the loop began
       // Check the disk first only when asked (start, resync, dir events, after a failure);
       // otherwise the fingerprint changed, so the bytes on disk are known to differ.
@@ -261,7 +275,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
         const r = await this.#sync.run(uid, t, v, { verify, remove });
         if (this.#pods.get(uid) !== t) return; // deleted meanwhile
         if (r.written.length > 0) {
-          if (r.fingerprint === t.fingerprint) this.#o.metrics.latency.observe((this.#o.clock.now() - t.receivedAt) / 1000);
+          if (r.fingerprint === fingerprintFor(t, v.name)) this.#o.metrics.latency.observe((this.#o.clock.now() - t.receivedAt) / 1000);
           this.#o.log.debug({ [F.pod]: podKey(t), [F.volume]: v.name, [F.written]: r.written, [F.removed]: r.removed }, 'projected');
         }
       } catch (err) {

@@ -2,7 +2,7 @@
 // share. It runs under the directory's lock, so a sync, a publish and an unpublish of
 // the same directory never interleave, and records the outcome in the pod table.
 //
-//   1. Take the pod's files and fingerprint as they are now.
+//   1. Take the files and fingerprint the volume should have now (the pod's, or its own items').
 //   2. Under the directory's lock: writer.sync (verify the disk first when asked;
 //      create the target's last directory for a CSI publish).
 //   3. Still under the lock, if the pod is still tracked: record the fingerprint and the
@@ -17,7 +17,7 @@ import type { AgentMetrics } from '../monitoring/metrics.ts';
 import type { DirLocks } from '../volume/dirlocks.ts';
 import type { ResolvedVolume } from '../volume/resolve.ts';
 import type { SyncResult, VolumeWriter } from '../volume/writer.ts';
-import { dirOf, podKey, type PodTable, type Tracked } from './podtable.ts';
+import { dirOf, filesFor, fingerprintFor, hasOwnFiles, podKey, type PodTable, type Tracked } from './podtable.ts';
 
 export interface VolumeSyncResult extends SyncResult {
   /** The fingerprint of the files this sync left (the pod may have moved on since). */
@@ -40,12 +40,15 @@ export class VolumeSync {
   }
 
   async run(uid: string, t: Tracked, v: ResolvedVolume, opts: { verify: boolean; remove: readonly string[]; createTarget?: boolean }): Promise<VolumeSyncResult> {
-    const { files, fingerprint } = t; // step 1
+    const files = filesFor(t, v.name); // step 1
+    const fingerprint = fingerprintFor(t, v.name);
+    // Files turned off by node labels are the agent's own set; a volume of items never had them.
+    const remove = hasOwnFiles(t, v.name) ? [] : opts.remove;
     try {
       const r = await this.#locks.run(dirOf(v.target), async () => {
         const tracked = () => this.#table.get(uid) === t;
         try {
-          const written = await this.#writer.sync(v.target, files, opts.remove, { verify: opts.verify, createTarget: opts.createTarget ?? false }); // step 2
+          const written = await this.#writer.sync(v.target, files, remove, { verify: opts.verify, createTarget: opts.createTarget ?? false }); // step 2
           if (tracked()) this.#table.synced(t, v.name, fingerprint, written.stamps); // step 3
           return written;
         } catch (err) {

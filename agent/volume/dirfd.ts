@@ -15,8 +15,8 @@ export function isSafeComponent(c: string): boolean {
   return c.length > 0 && c.length <= 255 && c !== '.' && c !== '..' && !c.includes('/') && !c.includes('\0');
 }
 
-/** Steps 1 and 1a (`createLast`); step 10 too. */
-export async function openDirectory(ops: FsOps, target: { root: string; components: readonly string[] }, createLast = false): Promise<FileOps> {
+/** Steps 1 and 1a (`createLast`), 1b (`createAll`: every component, for item subdirectories); step 10 too. */
+export async function openDirectory(ops: FsOps, target: { root: string; components: readonly string[] }, createLast = false, createAll = false): Promise<FileOps> {
   let dir: FileOps;
   try {
     dir = await ops.open(target.root, C.O_RDONLY | C.O_DIRECTORY); // the root is trusted configuration
@@ -31,7 +31,7 @@ export async function openDirectory(ops: FsOps, target: { root: string; componen
     try {
       const at = `/proc/self/fd/${dir.fd}/${c}`;
       // EEXIST: whatever is there is opened below like any component (a symlink fails ELOOP).
-      if (createLast && i === target.components.length - 1) await ops.mkdir(at, TARGET_DIR_MODE).catch(unlessExists);
+      if (createAll || (createLast && i === target.components.length - 1)) await ops.mkdir(at, TARGET_DIR_MODE).catch(unlessExists);
       const next = await ops.open(at, DIR_FLAGS);
       await dir.close();
       dir = next;

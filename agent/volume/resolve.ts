@@ -8,6 +8,8 @@ import type { VolumeTarget } from './writer.ts';
 export const ANNOTATION_VOLUME = 'ownerrefs.dev/volume';
 export const ANNOTATION_MIRROR = 'kubernetes.io/config.mirror';
 export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
+/** The CSI volume attribute that carries a downwardAPI source (the webhook's rewrite of KEP syntax). */
+export const DOWNWARD_API_ATTRIBUTE = 'downwardAPI';
 
 /** At most this many volumes per pod; more is refused as InvalidAnnotation. */
 export const MAX_VOLUMES_PER_POD = 8;
@@ -17,7 +19,9 @@ export interface PodVolumesView {
     uid?: string | undefined;
     annotations?: Record<string, string> | null | undefined;
   } | undefined;
-  spec?: { volumes?: readonly { name: string; emptyDir?: unknown; csi?: { driver?: string } | null }[] | null | undefined } | undefined;
+  spec?: {
+    volumes?: readonly { name: string; emptyDir?: unknown; csi?: { driver?: string; volumeAttributes?: Record<string, string> | null } | null }[] | null | undefined;
+  } | undefined;
 }
 
 export interface ResolvedVolume {

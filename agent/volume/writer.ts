@@ -82,6 +82,7 @@
 import { constants as C, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { ProjectedFile } from '../../projections/index.ts';
+import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
 import { errnoOf, ProjectionError } from '../common/errors.ts';
 import { absentAsNull, dirError, ioError, isSafeComponent, lstatOrNull, openDirectory, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
 import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
@@ -131,7 +132,8 @@ function stamp(st: Stats): string {
 
 const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
 const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
-export const TEMP_PREFIX = '.ownerrefs-tmp.';
+/** Fixed per file; reserved, so no downwardAPI item can be named like one (projections/downwardapi.ts). */
+export const TEMP_PREFIX = RESERVED_NAME_PREFIX;
 
 
 export class FsVolumeWriter implements VolumeWriter {
@@ -153,12 +155,12 @@ export class FsVolumeWriter implements VolumeWriter {
   }
 
   async sync(target: VolumeTarget, files: readonly ProjectedFile[], remove: readonly string[] = [], opts: SyncOptions = {}): Promise<SyncResult> {
-    for (const f of [...files.map((x) => x.path), ...remove]) {
-      if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(f)}`, { file: f });
+    for (const f of files) checkRelative(f.path);
+    for (const name of remove) {
+      if (!isSafeComponent(name)) throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(name)}`, { file: name });
     }
     const ops = this.#opsFor(target);
     const dir = await openDirectory(ops, target, opts.createTarget); // step 1 (1a)
-    const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
     const result: SyncResult = { written: [], unchanged: [], removed: [], stamps: {} };
     const verify = opts.verify ?? true;
     let firstError: unknown;
@@ -172,19 +174,28 @@ export class FsVolumeWriter implements VolumeWriter {
     };
     try {
       if (opts.createTarget) await this.#targetMode(dir); // step 1a
-      if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(ops, at(TEMP_PREFIX + f.path), f.path)); // step 2
-      for (const f of files) {
-        await each(f.path, async () => {
-          const current = verify ? await this.#isCurrent(ops, at(f.path), f) : undefined; // step 3
-          if (current) {
-            result.unchanged.push(f.path);
-            result.stamps[f.path] = current;
-            return;
-          }
-          result.stamps[f.path] = await replaceFile(ops, at(TEMP_PREFIX + f.path), at(f.path), f, !verify); // steps 4-7
-          result.written.push(f.path);
-        });
+      for (const [sub, group] of bySubdirectory(files)) {
+        if (sub === '') {
+          await this.#syncIn(ops, dir, group, verify, result, each);
+          continue;
+        }
+        // Step 1b: a nested item path: each directory below the target opened (made, 0755, when
+        // missing) one component at a time, O_NOFOLLOW, relative to the target's descriptor.
+        let subdir: FileOps;
+        try {
+          subdir = await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: sub.split('/') }, false, true);
+          await this.#targetMode(subdir);
+        } catch (err) {
+          for (const f of group) await each(f.path, () => Promise.reject(err));
+          continue;
+        }
+        try {
+          await this.#syncIn(ops, subdir, group, verify, result, each);
+        } finally {
+          await subdir.close();
+        }
       }
+      const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
       for (const name of remove) { // step 8
         await each(name, async () => {
           const st = await lstatOrNull(ops, at(name), name);
@@ -201,23 +212,64 @@ export class FsVolumeWriter implements VolumeWriter {
     return result;
   }
 
+  /** Steps 2-7 for files whose parent directory is open as `dir` (their last component is the name there). */
+  async #syncIn(ops: FsOps, dir: FileOps, files: readonly ProjectedFile[], verify: boolean, result: SyncResult,
+    each: (name: string, op: () => Promise<void>) => Promise<void>): Promise<void> {
+    const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
+    const base = (f: ProjectedFile) => f.path.slice(f.path.lastIndexOf('/') + 1);
+    if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(ops, at(TEMP_PREFIX + base(f)), f.path)); // step 2
+    for (const f of files) {
+      await each(f.path, async () => {
+        const current = verify ? await this.#isCurrent(ops, at(base(f)), f) : undefined; // step 3
+        if (current) {
+          result.unchanged.push(f.path);
+          result.stamps[f.path] = current;
+          return;
+        }
+        result.stamps[f.path] = await replaceFile(ops, at(TEMP_PREFIX + base(f)), at(base(f)), f, !verify); // steps 4-7
+        result.written.push(f.path);
+      });
+    }
+  }
+
   async clear(target: VolumeTarget, names: readonly string[]): Promise<{ removed: string[] }> {
     const last = target.components.at(-1);
-    for (const f of [...names, last ?? '']) {
-      if (!isSafeComponent(f)) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(f)}`);
-    }
+    if (!isSafeComponent(last ?? '')) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(last)}`);
+    for (const name of names) checkRelative(name);
     const removed: string[] = [];
     const ops = this.#opsFor(target);
     const dir = await openDirectory(ops, target).catch(absentAsNull); // step 10
     if (!dir) return { removed };
     try {
-      for (const name of names) { // step 11
-        const at = `/proc/self/fd/${dir.fd}/${name}`;
-        await unlinkIfPresent(ops, `/proc/self/fd/${dir.fd}/${TEMP_PREFIX}${name}`, name);
-        const st = await lstatOrNull(ops, at, name);
-        if (st?.isFile() && st.uid === this.#uid) {
-          await unlinkIfPresent(ops, at, name);
-          removed.push(name);
+      for (const [sub, group] of bySubdirectory(names.map((path) => ({ path })))) {
+        const parent: FileOps | null = sub === '' ? dir : await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: sub.split('/') }).catch(absentAsNull);
+        if (!parent) continue;
+        try {
+          for (const { path: name } of group) { // step 11
+            const base = name.slice(name.lastIndexOf('/') + 1);
+            const at = `/proc/self/fd/${parent.fd}/${base}`;
+            await unlinkIfPresent(ops, `/proc/self/fd/${parent.fd}/${TEMP_PREFIX}${base}`, name);
+            const st = await lstatOrNull(ops, at, name);
+            if (st?.isFile() && st.uid === this.#uid) {
+              await unlinkIfPresent(ops, at, name);
+              removed.push(name);
+            }
+          }
+        } finally {
+          if (parent !== dir) await parent.close();
+        }
+      }
+      // Step 11a: the item subdirectories, deepest first; one that is not empty stays (step 12 says so).
+      for (const sub of subdirectoriesDeepestFirst(names)) {
+        const i = sub.lastIndexOf('/');
+        const parent: FileOps | null = i < 0 ? dir : await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: sub.slice(0, i).split('/') }).catch(absentAsNull);
+        if (!parent) continue;
+        try {
+          await ops.rmdir(`/proc/self/fd/${parent.fd}/${sub.slice(i + 1)}`).catch((err: unknown) => {
+            if (!['ENOENT', 'ENOTEMPTY', 'EEXIST', 'ENOTDIR'].includes(errnoOf(err) ?? '')) throw ioError(err, sub, 'removing');
+          });
+        } finally {
+          if (parent !== dir) await parent.close();
         }
       }
     } finally {
@@ -240,7 +292,7 @@ export class FsVolumeWriter implements VolumeWriter {
   }
 
   async stampOf(target: VolumeTarget, name: string): Promise<string | undefined> {
-    if (!isSafeComponent(name) || !target.components.every(isSafeComponent)) return undefined;
+    if (!name.split('/').every(isSafeComponent) || !target.components.every(isSafeComponent)) return undefined;
     const st = await lstatOrNull(this.#opsFor(target), path.join(target.root, ...target.components, name), name).catch(() => null);
     return st ? stamp(st) : undefined;
   }
@@ -279,6 +331,37 @@ export class FsVolumeWriter implements VolumeWriter {
   }
 }
 
+
+/**
+ * A file's path below the target: plain names joined by '/' (downwardAPI items may nest),
+ * none of them the writer's temporary prefix.
+ */
+function checkRelative(p: string): void {
+  const parts = p.split('/');
+  if (!parts.every(isSafeComponent) || parts.some((c) => c.startsWith(TEMP_PREFIX))) {
+    throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(p)}`, { file: p });
+  }
+}
+
+/** Files grouped by their directory below the target ('' for the target itself), in first-seen order. */
+function bySubdirectory<T extends { path: string }>(files: readonly T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const f of files) {
+    const sub = f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '';
+    out.set(sub, [...out.get(sub) ?? [], f]);
+  }
+  return out;
+}
+
+/** Every directory the names imply below the target, deepest first. */
+function subdirectoriesDeepestFirst(names: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  for (const n of names) {
+    const parts = n.split('/').slice(0, -1);
+    for (let i = 1; i <= parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+  }
+  return [...dirs].sort((a, b) => b.split('/').length - a.split('/').length);
+}
 
 /** Steps 4-7; returns the stamp of the file renamed into place. */
 async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedFile, clearLeftover: boolean): Promise<string> {

@@ -21,12 +21,13 @@ import { checkFieldRef, checkSource, OWNER_REFERENCES_FIELD, type DownwardAPISou
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { DRIVER_NAME } from '../csi/driver.ts';
+import { DOWNWARD_API_ATTRIBUTE } from '../volume/resolve.ts';
 
 /** The annotation a template's env points at; only this webhook ever resolves it. */
 export const TEMPLATE_ENV_ANNOTATION = 'ownerrefs.dev/owner-references';
 export const TEMPLATE_ENV_FIELD = `metadata.annotations['${TEMPLATE_ENV_ANNOTATION}']`;
-/** The CSI volume attribute holding the moved downwardAPI source (JSON). */
-export const DOWNWARD_API_ATTRIBUTE = 'downwardAPI';
+
+
 
 export type PatchOp = { op: 'replace' | 'add'; path: string; value: unknown };
 
