@@ -34,9 +34,15 @@ export interface WebhookServer {
   close(): Promise<void>;
 }
 
-export function startWebhookServer(opts: { host: string; port: number; tls: TlsMaterial; log: Logger; observe?: WebhookObserver }): Promise<WebhookServer> {
+export function startWebhookServer(opts: {
+  host: string; port: number; tls: TlsMaterial; log: Logger; observe?: WebhookObserver;
+  /** Default REQUEST_TIMEOUT_MS; tests shorten it. */
+  requestTimeoutMs?: number;
+}): Promise<WebhookServer> {
   const observe = opts.observe ?? (() => {});
-  const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' }, (req, res) => {
+  const requestTimeout = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // Node checks the timeouts every connectionsCheckingInterval (30 s by default): often enough here.
+  const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2', connectionsCheckingInterval: Math.min(1_000, requestTimeout / 2) }, (req, res) => {
     if (req.url?.split('?')[0] !== '/mutate') return reply(res, 404, 'not found: POST AdmissionReviews to /mutate\n');
     if (req.method !== 'POST') return reply(res, 405, 'method not allowed: POST an AdmissionReview\n');
     const started = process.hrtime.bigint();
@@ -45,8 +51,8 @@ export function startWebhookServer(opts: { host: string; port: number; tls: TlsM
       handle(body, res, opts.log, (result, kind) => observe(result, kind, Number(process.hrtime.bigint() - started) / 1e9));
     }, () => res.destroy());
   });
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
-  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = requestTimeout;
+  server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, server.requestTimeout);
   server.keepAliveTimeout = 30_000; // the API server reuses connections
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -1,0 +1,108 @@
+import { X509Certificate } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
+import { CERT_LIFETIME_MS, CERT_RENEW_MS, CA_LIFETIME_MS, CA_RENEW_MS, due, ensureServingTls, syncCaBundle } from '../../../agent/webhook/certs.ts';
+
+/** An API server holding one Secret and one webhook configuration, with resourceVersions and conflicts. */
+function fakeApi(opts: { raceOnce?: boolean } = {}) {
+  let secret: { metadata: { resourceVersion: string }; data: Record<string, string> } | undefined;
+  let cfg = { metadata: { resourceVersion: '1' }, webhooks: [{ name: 'a', clientConfig: {} as { caBundle?: string } }, { name: 'b', clientConfig: {} as { caBundle?: string } }] };
+  let rv = 1;
+  let race = opts.raceOnce ?? false;
+  const calls: string[] = [];
+  const api: ApiClient = {
+    async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+      calls.push(`${method} ${path.split('/').slice(-1)[0]}`);
+      if (path.includes('mutatingwebhookconfigurations')) {
+        if (method === 'GET') return structuredClone(cfg) as T;
+        const ops = body as { op: string; path: string; value: string }[];
+        if (ops[0]!.value !== cfg.metadata.resourceVersion) throw new ApiError(422, 'Invalid', 'test failed');
+        for (const op of ops.slice(1)) cfg.webhooks[Number(op.path.split('/')[2])]!.clientConfig.caBundle = op.value;
+        cfg = { ...cfg, metadata: { resourceVersion: String(++rv) } };
+        return cfg as T;
+      }
+      if (method === 'GET') {
+        if (!secret) throw new ApiError(404, 'NotFound', 'not found');
+        return structuredClone(secret) as T;
+      }
+      const b = body as { metadata: { resourceVersion?: string }; data: Record<string, string> };
+      if (race) { // another replica writes first
+        race = false;
+        secret = { metadata: { resourceVersion: String(++rv) }, data: b.data };
+        throw new ApiError(409, 'AlreadyExists', 'conflict');
+      }
+      if (method === 'POST' && secret) throw new ApiError(409, 'AlreadyExists', 'exists');
+      if (method === 'PUT' && b.metadata.resourceVersion !== secret?.metadata.resourceVersion) throw new ApiError(409, 'Conflict', 'stale');
+      secret = { metadata: { resourceVersion: String(++rv) }, data: b.data };
+      return secret as T;
+    },
+    stream: () => Promise.reject(new Error('no streams')),
+  };
+  return { api, calls, secret: () => secret, cfg: () => cfg };
+}
+
+const OPTS = { namespace: 'ownerrefs-system', secretName: 'tls', dnsNames: ['svc', 'svc.ownerrefs-system', 'svc.ownerrefs-system.svc'], ipAddresses: ['127.0.0.1'] };
+
+describe('self-managed TLS', () => {
+  it('makes a CA and a serving certificate for the Service names, and keeps the caBundle equal to it', async () => {
+    const f = fakeApi();
+    const t = await ensureServingTls(f.api, OPTS);
+    const cert = new X509Certificate(t.cert);
+    const ca = new X509Certificate(t.caBundle);
+    expect(cert.checkIssued(ca) && cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.subjectAltName).toBe('DNS:svc, DNS:svc.ownerrefs-system, DNS:svc.ownerrefs-system.svc, IP Address:127.0.0.1');
+    expect(ca.ca).toBe(true);
+    expect(await syncCaBundle(f.api, 'ownerrefs.dev', t.caBundle)).toBe(2);
+    expect(f.cfg().webhooks.map((w) => Buffer.from(w.clientConfig.caBundle!, 'base64').toString())).toEqual([t.caBundle, t.caBundle]);
+    expect(await syncCaBundle(f.api, 'ownerrefs.dev', t.caBundle)).toBe(0); // nothing to patch the second time
+  });
+
+  it('reuses what the Secret holds while it is good (a second replica, a restart)', async () => {
+    const f = fakeApi();
+    const a = await ensureServingTls(f.api, OPTS);
+    const b = await ensureServingTls(f.api, OPTS);
+    expect(b).toEqual(a);
+    expect(f.calls.filter((c) => c.startsWith('PUT') || c.startsWith('POST'))).toHaveLength(1);
+  });
+
+  it('takes the other replica\'s pair when it lost the race to create the Secret', async () => {
+    const f = fakeApi({ raceOnce: true });
+    const t = await ensureServingTls(f.api, OPTS);
+    expect(Buffer.from(f.secret()!.data['tls.crt']!, 'base64').toString()).toBe(t.cert);
+  });
+
+  it('renews the serving certificate when it is due, keeping the CA', async () => {
+    const f = fakeApi();
+    const now = Date.now();
+    const a = await ensureServingTls(f.api, { ...OPTS, now: () => now });
+    const later = now + CERT_LIFETIME_MS - CERT_RENEW_MS + 86_400_000;
+    expect(due({ 'tls.crt': a.cert, 'tls.key': a.key, 'ca.crt': a.caBundle, 'ca.key': 'k' }, OPTS, later)).toEqual({ ca: false, cert: true });
+    const b = await ensureServingTls(f.api, { ...OPTS, now: () => later });
+    expect(b.cert).not.toBe(a.cert);
+    expect(b.caBundle).toBe(a.caBundle);
+  });
+
+  it('renews the certificate when the Service names change', async () => {
+    const f = fakeApi();
+    const a = await ensureServingTls(f.api, OPTS);
+    const b = await ensureServingTls(f.api, { ...OPTS, dnsNames: ['other'] });
+    expect(new X509Certificate(b.cert).subjectAltName).toBe('DNS:other, IP Address:127.0.0.1');
+    expect(b.caBundle).toBe(a.caBundle);
+  });
+
+  it('rotates the CA before it expires, trusting the old one beside the new until it does', async () => {
+    const f = fakeApi();
+    const now = Date.now();
+    const a = await ensureServingTls(f.api, { ...OPTS, now: () => now });
+    const later = now + CA_LIFETIME_MS - CA_RENEW_MS + 86_400_000;
+    const b = await ensureServingTls(f.api, { ...OPTS, now: () => later });
+    const bundle = b.caBundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!;
+    expect(bundle).toHaveLength(2);
+    expect(bundle[1]!.trim()).toBe(a.caBundle.trim());
+    expect(new X509Certificate(b.cert).verify(new X509Certificate(bundle[0]!).publicKey)).toBe(true);
+  });
+
+  it('makes everything again when the Secret holds garbage', async () => {
+    expect(due({ 'tls.crt': 'x', 'ca.crt': 'y', 'ca.key': 'z' }, OPTS, Date.now())).toEqual({ ca: true, cert: true });
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { admit, parseReview, responseFor, ReviewError } from '../../../agent/webhook/review.ts';
+import { kepPod, kepSpec, workload } from '../../support/podspecs.ts';
+
+const review = (request: unknown) => JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request });
+const req = (over: Record<string, unknown> = {}) => ({ uid: 'u-1', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', object: kepPod(), ...over });
+
+describe('parseReview refuses what is not an AdmissionReview, saying why', () => {
+  const bad: { name: string; body: string; error: RegExp; uid?: string }[] = [
+    { name: 'not JSON', body: '{"apiVersion":', error: /not JSON/ },
+    { name: 'a JSON array', body: '[]', error: /not a JSON object/ },
+    { name: 'another kind', body: JSON.stringify({ apiVersion: 'v1', kind: 'Pod' }), error: /expected apiVersion admission.k8s.io\/v1/ },
+    { name: 'v1beta1', body: JSON.stringify({ apiVersion: 'admission.k8s.io/v1beta1', kind: 'AdmissionReview', request: req() }), error: /expected apiVersion/ },
+    { name: 'no request', body: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), error: /no request/ },
+    { name: 'no uid', body: review(req({ uid: undefined })), error: /request.uid/ },
+    { name: 'a huge uid', body: review(req({ uid: 'x'.repeat(500) })), error: /request.uid/ },
+    { name: 'a uid that is a number', body: review(req({ uid: 7 })), error: /request.uid/ },
+    { name: 'no kind', body: review(req({ kind: 'Pod' })), error: /request.kind/, uid: 'u-1' },
+    { name: 'no operation', body: review(req({ operation: null })), error: /operation/, uid: 'u-1' },
+  ];
+  it.each(bad)('$name', ({ body, error, uid }) => {
+    let caught: unknown;
+    try {
+      parseReview(body);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(ReviewError);
+    expect((caught as ReviewError).message).toMatch(error);
+    expect((caught as ReviewError).uid).toBe(uid);
+  });
+});
+
+describe('admit', () => {
+  it('mutates a Pod CREATE and answers with a base64 JSON Patch', () => {
+    const r = responseFor('u-1', admit(parseReview(review(req()))));
+    expect(r).toMatchObject({ uid: 'u-1', allowed: true, patchType: 'JSONPatch' });
+    const ops = JSON.parse(Buffer.from(r.patch!, 'base64').toString('utf8')) as { path: string }[];
+    expect(ops.map((o) => o.path)).toEqual(['/spec/volumes/1', '/spec/containers/0/env/1']);
+  });
+
+  it('mutates an ephemeral-containers UPDATE (the subresource sends the Pod)', () => {
+    const pod = kepPod({ containers: [{ name: 'app' }], ephemeralContainers: [{ name: 'dbg', env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } }] }] } as never);
+    const m = admit(parseReview(review(req({ operation: 'UPDATE', subResource: 'ephemeralcontainers', object: pod }))));
+    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/0/env/0']);
+  });
+
+  it('denies with the reason, as a 422 the API server shows', () => {
+    const pod = kepPod({ containers: [{ name: 'app' }], volumes: [{ name: 'v', projected: { sources: [{ secret: { name: 's' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }] } as never);
+    expect(responseFor('u-1', admit(parseReview(review(req({ object: pod })))))).toMatchObject({ allowed: false, status: { code: 422, message: expect.stringMatching(/secret/) } });
+  });
+
+  it('leaves DELETE, unknown groups and kinds, and a missing object alone', () => {
+    for (const r of [req({ operation: 'DELETE' }), req({ kind: { group: 'example.com', version: 'v1', kind: 'Pod' } }), req({ object: null }),
+      req({ kind: { group: '', version: 'v1', kind: 'ConfigMap' } })]) {
+      expect(admit(parseReview(review(r)))).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
+    }
+  });
+
+  it('serves every workload kind in its own API group', () => {
+    const groups: Record<string, string> = { Deployment: 'apps', CronJob: 'batch', ReplicationController: '', PodTemplate: '' };
+    for (const [kind, group] of Object.entries(groups)) {
+      const m = admit(parseReview(review(req({ kind: { group, version: 'v1', kind }, object: workload(kind, kepSpec()) }))));
+      expect(m.allowed && m.patch.length).toBe(2);
+    }
+  });
+});

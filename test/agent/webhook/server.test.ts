@@ -1,0 +1,103 @@
+import https from 'node:https';
+import tls from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
+import { ensureServingTls } from '../../../agent/webhook/certs.ts';
+import { MAX_BODY_BYTES, startWebhookServer, type WebhookServer } from '../../../agent/webhook/server.ts';
+import { memoryLogger } from '../../support/agentkit.ts';
+import { kepPod } from '../../support/podspecs.ts';
+
+/** A Secret store that starts empty: each call to ensureServingTls with a fresh one makes a new CA. */
+function store(): ApiClient {
+  let secret: unknown;
+  return {
+    async json<T>(method: string, _path: string, body?: unknown): Promise<T> {
+      if (method === 'GET') {
+        if (!secret) throw new ApiError(404, 'NotFound', 'not found');
+        return secret as T;
+      }
+      secret = { ...(body as object), metadata: { resourceVersion: '1' } };
+      return secret as T;
+    },
+    stream: () => Promise.reject(new Error('no')),
+  };
+}
+
+const OPTS = { namespace: 'ns', secretName: 's', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] };
+let server: WebhookServer;
+let port: number;
+let ca: string;
+const seen: string[] = [];
+
+function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    // A new connection each time (agent: false): a rotation applies to new connections.
+    const req = https.request({ agent: false, host: '127.0.0.1', port, path: opts.path ?? '/mutate', method: opts.method ?? 'POST', ca: opts.ca ?? ca,
+      headers: { 'Content-Type': 'application/json', ...(opts.slow ? {} : { 'Content-Length': Buffer.byteLength(body) }) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    if (opts.slow) req.write(body.slice(0, 10)); // and never finish
+    else req.end(body);
+  });
+}
+
+beforeAll(async () => {
+  const t = await ensureServingTls(store(), OPTS);
+  ca = t.caBundle;
+  server = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: memoryLogger().log, requestTimeoutMs: 1_000, observe: (r) => seen.push(r) });
+  port = (server.server.address() as { port: number }).port;
+});
+afterAll(() => server.close());
+
+describe('the webhook endpoint', () => {
+  it('answers an AdmissionReview with its patch', async () => {
+    const r = await post(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+      request: { uid: 'abc', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', object: kepPod() } }));
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'abc', allowed: true, patchType: 'JSONPatch' } });
+    expect(seen.at(-1)).toBe('mutated');
+  });
+
+  it('answers a body that is not a review with 400 and the reason', async () => {
+    expect(await post('{nope')).toMatchObject({ status: 400, body: expect.stringMatching(/^not an AdmissionReview: the body is not JSON/) });
+    expect(seen.at(-1)).toBe('malformed');
+  });
+
+  it('denies a review that is malformed inside, with its uid', async () => {
+    const r = await post(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u2', kind: 'Pod' } }));
+    expect(JSON.parse(r.body).response).toEqual({ uid: 'u2', allowed: false, status: { code: 400, message: expect.stringMatching(/malformed AdmissionReview: request.kind/) } });
+  });
+
+  it('cuts off a body over the limit with 413, by declared length and by bytes sent', async () => {
+    expect((await post(Buffer.alloc(MAX_BODY_BYTES + 1, 0x20))).status).toBe(413);
+  });
+
+  it('answers 408 to a request whose body does not arrive in time, and keeps serving', async () => {
+    expect((await post('{"apiVersion":"admission.k8s.io/v1"', { slow: true })).status).toBe(408);
+    expect((await post('{}')).status).toBe(400);
+  });
+
+  it('serves only POST /mutate', async () => {
+    expect((await post('', { path: '/other' })).status).toBe(404);
+    expect((await post('', { method: 'PUT' })).status).toBe(405);
+  });
+
+  it('swaps the certificate in place when it rotates (new connections get the new one)', async () => {
+    const next = await ensureServingTls(store(), OPTS); // a new CA
+    server.setTls(next);
+    await expect(post('{}')).rejects.toThrow(/self[- ]signed|unable to verify|certificate/i);
+    expect((await post('{}', { ca: next.caBundle })).status).toBe(400);
+    ca = next.caBundle;
+  });
+
+  it('speaks TLS 1.2 or later only', async () => {
+    const err = await new Promise<Error | undefined>((resolve) => {
+      const s = tls.connect({ host: '127.0.0.1', port, ca, maxVersion: 'TLSv1.1', minVersion: 'TLSv1' }, () => resolve(undefined));
+      s.on('error', resolve);
+    });
+    expect(err?.message).toMatch(/protocol|version|alert/i);
+  });
+});
