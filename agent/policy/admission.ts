@@ -74,10 +74,10 @@ function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, ma
     try {
       src = JSON.parse(attr);
     } catch (err) {
-      refuse(`volume "${v.name}": the ${DOWNWARD_API_ATTRIBUTE} attribute is not JSON (${(err as Error).message}); write the volume as a downwardAPI volume and let the ownerrefs.dev webhook rewrite it`);
+      refuse(`the ${DOWNWARD_API_ATTRIBUTE} attribute is not JSON (${(err as Error).message}); write the volume as a downwardAPI volume and let the ownerrefs.dev webhook rewrite it`);
       continue;
     }
-    const problems = checkSource(src, `volume "${v.name}" ${DOWNWARD_API_ATTRIBUTE}`, containers);
+    const problems = checkSource(src, DOWNWARD_API_ATTRIBUTE, containers);
     if (problems.length > 0) {
       refuse(problems.slice(0, 3).join('; ') + (problems.length > 3 ? ` (and ${problems.length - 3} more)` : ''));
       continue;
@@ -85,11 +85,11 @@ function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, ma
     try {
       const files = renderDownwardAPI(pod, src as DownwardAPISource, allocatable);
       const size = files.reduce((n, f) => n + f.bytes.length, 0);
-      if (size > maxBytes) out.set(v.name, new ProjectionError('TooLarge', `volume "${v.name}": the items render to ${size} bytes, over the agent's limit of ${maxBytes}`, { volume: v.name }));
+      if (size > maxBytes) out.set(v.name, new ProjectionError('TooLarge', `the items render to ${size} bytes, over the agent's limit of ${maxBytes}`, { volume: v.name }));
       else out.set(v.name, files);
     } catch (err) {
       if (!(err instanceof DownwardAPIError)) throw err;
-      refuse(`volume "${v.name}": ${err.message}`);
+      refuse(err.message);
     }
   }
   return out;

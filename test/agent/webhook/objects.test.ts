@@ -59,7 +59,7 @@ describe('a Pod in KEP-4753 syntax', () => {
 
   it('resolves a template\'s encoded env to the literal (a pod made from a rewritten template)', () => {
     const spec = { containers: [{ name: 'app', env: [{ name: 'O', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: TEMPLATE_ENV_FIELD } } }] }] };
-    const pod = mutated('Pod', kepPod(spec, [owner({ kind: 'ReplicaSet', name: 'web-5d8f' })]));
+    const pod = mutated('Pod', kepPod(spec as never, [owner({ kind: 'ReplicaSet', name: 'web-5d8f' })]));
     expect(pod.spec.containers[0].env[0]).toEqual({ name: 'O', value: renderOwnerReferencesJson([owner({ kind: 'ReplicaSet', name: 'web-5d8f' })]) });
   });
 
