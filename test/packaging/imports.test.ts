@@ -28,6 +28,8 @@ describe('the agent module graph', () => {
     ['@kubernetes/client-node', /@kubernetes\/client-node/],
     ['the YAML parser (only a kubeconfig file needs it)', /node_modules\/yaml\//],
     ['gRPC (only CSI mode needs it)', /node_modules\/@grpc\//],
+    ['the certificate library (only the webhook needs it)', /node_modules\/(@peculiar|reflect-metadata|tsyringe)\//],
+    ['the webhook', /agent\/webhook\//],
   ])('does not load %s', (_what, pattern) => {
     expect(files.filter((f) => pattern.test(f))).toEqual([]);
   });

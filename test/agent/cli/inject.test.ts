@@ -1,0 +1,74 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { kepSpec, workload } from '../../support/podspecs.ts';
+
+const ROOT = path.join(import.meta.dirname, '..', '..', '..');
+const MAIN = path.join(ROOT, 'agent', 'main.ts');
+const EXAMPLES = path.join(ROOT, 'examples', 'kep');
+
+function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [MAIN, 'inject', ...args], (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    child.stdin!.end(stdin ?? '');
+  });
+}
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const docs = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS() as Obj);
+
+describe('ownerrefs-agent inject', () => {
+  it("rewrites the KEP's volume example into the CSI volume the agent serves", async () => {
+    const r = await cli(['-f', path.join(EXAMPLES, 'volume-pod.yaml')]);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const [pod] = docs(r.stdout);
+    expect(pod!.spec.volumes[0]).toEqual({ name: 'podinfo', csi: { driver: 'ownerrefs.dev', readOnly: true, volumeAttributes: {
+      downwardAPI: '{"items":[{"path":"ownerReferences","fieldRef":{"fieldPath":"metadata.ownerReferences"}}]}' } } });
+    expect(pod!.spec.containers[0].args[0]).toMatch(/cat \/etc\/podinfo\/ownerReferences/); // the rest as written
+  });
+
+  it('rewrites every document of a multi-document stream, other objects unchanged, and is idempotent', async () => {
+    const input = ['kind: ConfigMap\napiVersion: v1\nmetadata: {name: c}\ndata: {a: b}\n', JSON.stringify(workload('DaemonSet', kepSpec()))].join('---\n');
+    const once = await cli(['-f', '-'], input);
+    expect(once.code).toBe(0);
+    const [cm, ds] = docs(once.stdout);
+    expect(cm).toEqual({ kind: 'ConfigMap', apiVersion: 'v1', metadata: { name: 'c' }, data: { a: 'b' } });
+    expect(ds!.spec.template.spec.containers[0].env[1].valueFrom.fieldRef.fieldPath).toBe("metadata.annotations['ownerrefs.dev/owner-references']");
+    const twice = await cli(['-f', '-'], once.stdout);
+    expect(twice.stdout).toBe(once.stdout);
+  });
+
+  it('answers JSON with JSON, a List item by item', async () => {
+    const r = await cli([], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [workload('CronJob', kepSpec())] }));
+    const out = JSON.parse(r.stdout) as Obj;
+    expect(out.items[0].spec.jobTemplate.spec.template.spec.volumes[1].csi.driver).toBe('ownerrefs.dev');
+  });
+
+  it('exits 3 with the admission message where the webhook would deny, printing nothing', async () => {
+    const spec = { containers: [{ name: 'app' }], volumes: [{ name: 'v', projected: { sources: [{ configMap: { name: 'c' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }] };
+    const r = await cli(['-f', '-'], JSON.stringify(workload('Deployment', spec)));
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^document 1 \(Deployment default\/kep-deployment\): denied: ownerrefs.dev cannot serve metadata.ownerReferences for Deployment kep-deployment: spec.template.spec.volumes\[0\].projected: a projected volume that mixes metadata.ownerReferences with configMap/);
+  });
+
+  it("warns about the KEP's two controllers, which the API server refuses", async () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', ownerReferences: [
+      { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'a', uid: '1', controller: true },
+      { apiVersion: 'apps/v1', kind: 'Some-CRD', name: 'a', uid: '1', controller: true }] }, spec: kepSpec() };
+    const r = await cli([], JSON.stringify(pod));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/warning: the pod lists more than one owner with controller: true/);
+  });
+
+  it('says in one line what is wrong with input that is not a manifest', async () => {
+    const r = await cli([], 'a: [unclosed\n');
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^ownerrefs-agent: document 1: not YAML or JSON/);
+    expect((await cli([], '')).stderr).toMatch(/the input is empty/);
+    expect((await cli(['extra'])).code).toBe(2);
+  });
+});
