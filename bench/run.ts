@@ -27,6 +27,7 @@ import { measureN, waitUntil } from './support/measure.ts';
 import { clearFiles, createPods, switchOwners, type BenchPod } from './support/pods.ts';
 import { IDLE_SCRAPES, SHIPPED_IDLE, updateDoc, type Results } from './support/report.ts';
 import { cpuBetween, sample } from './support/proc.ts';
+import { benchWebhook, printWebhook } from './webhook.ts';
 import { gitState, loadavg, machine } from './support/machine.ts';
 import { nowMs, round } from './support/stats.ts';
 
@@ -227,6 +228,14 @@ async function main(): Promise<void> {
     if (flags.extras) {
       await reset(pods);
       result.resync = await measureResync(await run(mainJs, [`--resync-seconds=${RESYNC_S}`]), pods.length);
+    }
+
+    // --- The admission webhook: pod-create latency with and without it, its RSS (bench/webhook.ts).
+    if (flags.extras) {
+      say('webhook: 500 pod creates each way at 50/s');
+      const wh = await benchWebhook(cluster, { creates: 500, rate: 50, workDir: work });
+      printWebhook(wh);
+      result.webhook = wh;
     }
 
     result.loadAfter = loadavg();

@@ -21,7 +21,10 @@
  *
  *   <root>/pods/<podUID>/volumes/kubernetes.io~csi/<volume>/   (kubelet-owned, 0750)
  *   ├── vol_data.json                the kubelet's; never touched
- *   └── mount/                       0755, agent-created: the files as above
+ *   └── mount/                       0755, agent-created: the files as above, or a
+ *       ├── labels                   volume's downwardAPI items (the webhook's rewrite of
+ *       └── meta/                    KEP syntax): names the pod chose, checked, and nested
+ *           └── name                 directories 0755, agent-created (step 1b)
  *
  * Each file is replaced on its own by write-to-temporary + rename, so a reader sees
  * the old bytes or the new bytes, never a partial, empty or missing file. (The
@@ -63,6 +66,13 @@
  *  tries once more. Each written or verified file's stamp (inode, size, mtime) is
  *  returned, so the caller can tell its own writes from the pod's in directory events.
  *
+ *  A file whose path has directories (a downwardAPI item "meta/name") is written by steps
+ *  2-7 in its own directory:
+ *   1b. From the target's descriptor, open each directory of the path one component at a
+ *      time, O_DIRECTORY|O_NOFOLLOW, making a missing one (mkdir 0755 relative to its
+ *      parent's descriptor, then fchmod if ours). A symlink or file there is refused
+ *      (UnsafePath) for that file only. No component is '.', '..' or a temporary's name.
+ *
  *  With { createTarget } (CSI publish), step 1 becomes:
  *   1a. Walk to the parent as in step 1, then mkdir the last component relative to the
  *      parent descriptor (EEXIST is fine: whatever is there is then opened like every
@@ -74,6 +84,8 @@
  *      anywhere: already gone, nothing to do (unpublish is idempotent).
  *  11. Unlink each temporary, and each of `names` that is a regular agent-owned file,
  *      as in step 8. Anything else is left where it is. Close the target.
+ * 11a. For names with directories, rmdir each directory they imply, deepest first,
+ *      relative to its parent's descriptor; one that is not empty stays (step 12 reports it).
  *  12. Walk to the parent, and rmdir the target relative to its descriptor. rmdir never
  *      follows a symlink and never removes a non-empty directory: ENOTEMPTY means
  *      entries the agent did not write, reported as NameTaken and left in place.

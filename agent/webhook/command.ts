@@ -85,10 +85,11 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   }
   const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry, ready: () => (tlsError ? [tlsError] : []) });
   const port = (server.server.address() as { port: number }).port;
-  log.info({ port, selfManaged: !cfg.certFile }, 'webhook serving');
+  const healthPort = (health.address() as { port: number }).port;
+  log.info({ port, healthPort, selfManaged: !cfg.certFile }, 'webhook serving');
   return {
     port,
-    healthPort: (health.address() as { port: number }).port,
+    healthPort,
     async stop() {
       if (timer) clearInterval(timer);
       await watcher?.close();

@@ -126,7 +126,10 @@ function rewriteVolume(v: Json, i: number, containers: string[], ctx: RewriteCon
     if (extra.length > 0) out.refusals.push(`${at}.projected: unknown field ${extra[0]}`);
   }
   if (!source) return;
-  const kept = Object.keys(v).filter((k) => k !== 'name' && k !== 'downwardAPI' && k !== 'projected');
+  // A server-side apply of the same manifest merges its downwardAPI source into the stored
+  // volume, which holds our own csi source from the first apply: that one is replaced.
+  const ours = (k: string) => k === 'csi' && isRecord(v.csi) && v.csi.driver === DRIVER_NAME;
+  const kept = Object.keys(v).filter((k) => k !== 'name' && k !== 'downwardAPI' && k !== 'projected' && !ours(k));
   if (kept.length > 0) out.refusals.push(`${at}: a volume has exactly one source; ${kept.join(', ')} cannot be kept beside it`);
   const attribute = JSON.stringify(source as DownwardAPISource);
   out.ops.push({

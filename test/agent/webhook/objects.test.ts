@@ -93,6 +93,15 @@ describe('pod templates', () => {
     expect(mutated('Deployment', workload('Deployment', kepSpec()))).toEqual(mutated('Deployment', workload('Deployment', kepSpec())));
   });
 
+  it('replaces its own csi source that a server-side re-apply merged beside the downwardAPI one', () => {
+    const once = mutated('Deployment', workload('Deployment', kepSpec()));
+    const merged = structuredClone(once);
+    merged.spec.template.spec.volumes[1].downwardAPI = kepVolume().downwardAPI; // what SSA of the manifest leaves
+    expect(mutated('Deployment', merged)).toEqual(once);
+    merged.spec.template.spec.volumes[1].csi.driver = 'other.dev';
+    expect(denial('Deployment', merged)).toMatch(/exactly one source; csi cannot be kept/);
+  });
+
   it('leaves kinds without a pod template alone', () => {
     expect(mutate('ConfigMap', { data: { a: OWNERS_FIELD } })).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
   });

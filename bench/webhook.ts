@@ -1,0 +1,143 @@
+// The admission webhook's cost, against the real API server: pod-create latency with the
+// webhook (pods in KEP-4753 syntax, rewritten on the way in) beside the same creates
+// without it (the same pods already in their rewritten form: the same stored object, no
+// webhook call), in one run, interleaved in rounds so that machine noise falls on both.
+// Creates are open-loop at --rate per second (each is sent on schedule, whether or not
+// earlier ones have been answered), so a slow answer cannot hide the ones queued behind it.
+// Also the webhook process's RSS idle, at its peak under load, and after.
+//
+//   npm run bench:webhook                       500 creates each way at 50/s
+//   npm run bench:webhook -- --creates=100      (bench:webhook:smoke in CI)
+//
+// Run by `npm run bench` too (its webhook section). Results: bench/results/webhook.json.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { startWebhook } from '../localcluster/webhookproc.ts';
+import { mutate } from '../agent/webhook/objects.ts';
+import { applyPatch } from '../agent/webhook/patch.ts';
+import type { BenchCluster } from './support/cluster.ts';
+import { NS, startBenchCluster } from './support/cluster.ts';
+import { loadavg, machine } from './support/machine.ts';
+import { sample } from './support/proc.ts';
+import { dist, nowMs, round, type Dist } from './support/stats.ts';
+import { TMP } from './support/agent.ts';
+
+export interface WebhookResults {
+  rate: number;
+  creates: number;
+  withWebhook: Dist;
+  without: Dist;
+  /** p50 and p99 of with minus without, ms. */
+  addedP50: number;
+  addedP99: number;
+  rssMiB: { idle: number; peak: number; after: number };
+  reviews: number;
+  loadavg: number[];
+}
+
+const ROUND = 50; // creates per round; rounds alternate with / without
+
+/** A pod in KEP syntax: env and a downwardAPI volume with the owners and two more items. */
+function kepPod(i: number, owner: { name: string; uid: string }): V1Pod {
+  return {
+    metadata: { name: `wh-${i}`, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.name, uid: owner.uid }], labels: { app: 'wh' } },
+    spec: {
+      nodeSelector: { 'ownerrefs.dev/nowhere': 'true' }, // never scheduled: only admission and storage are measured
+      containers: [{ name: 'app', image: 'busybox', env: [{ name: 'OWNER_REFERENCES', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } }] }],
+      volumes: [{ name: 'podinfo', downwardAPI: { items: [
+        { path: 'ownerReferences', fieldRef: { fieldPath: 'metadata.ownerReferences' } },
+        { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+        { path: 'cpu', resourceFieldRef: { containerName: 'app', resource: 'limits.cpu', divisor: '1m' } },
+      ] } }],
+    },
+  };
+}
+
+/** The same pod as the webhook would leave it: what the API server stores either way. */
+function rewritten(pod: V1Pod): V1Pod {
+  const m = mutate('Pod', pod);
+  if (!m.allowed) throw new Error(m.message);
+  return applyPatch(pod, m.patch);
+}
+
+async function createAt(core: CoreV1Api, pods: V1Pod[], rate: number): Promise<number[]> {
+  const start = nowMs();
+  return Promise.all(pods.map(async (body, i) => {
+    const due = start + (i * 1000) / rate;
+    const wait = due - nowMs();
+    if (wait > 0) await sleep(wait);
+    await core.createNamespacedPod({ namespace: NS, body });
+    return nowMs() - due; // from when it was due: queueing behind slow answers counts
+  }));
+}
+
+export async function benchWebhook(cluster: BenchCluster, opts: { creates: number; rate: number; workDir: string }): Promise<WebhookResults> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster.cp.kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: 'ownerrefs-system' } } }).catch(() => undefined);
+  const webhook = await startWebhook(kc, opts.workDir);
+  try {
+    const owner = cluster.owners[0];
+    // Warm both paths (connections, the API server's caches, V8 in the webhook).
+    await createAt(core, [kepPod(-1, owner), rewritten(kepPod(-2, owner))].map((p, k) => ({ ...p, metadata: { ...p.metadata, name: `warm-${k}` } })), opts.rate);
+    await sleep(2_000);
+    const idle = sample(webhook.child.pid!).rssMiB;
+    let peak = idle;
+    const sampler = setInterval(() => { peak = Math.max(peak, sample(webhook.child.pid!).rssMiB); }, 100);
+    const withWebhook: number[] = [];
+    const without: number[] = [];
+    const reviews0 = await webhook.metric('ownerrefs_webhook_reviews_total', 'result="mutated"');
+    for (let r = 0; r * ROUND < opts.creates; r++) {
+      const ids = Array.from({ length: Math.min(ROUND, opts.creates - r * ROUND) }, (_, k) => r * ROUND + k);
+      // Alternate which goes first, so neither always meets a warmer or colder API server.
+      const phases: [number[], (i: number) => V1Pod][] = [[withWebhook, (i) => kepPod(i, owner)], [without, (i) => rewritten(kepPod(opts.creates + i, owner))]];
+      for (const [out, make] of r % 2 === 0 ? phases : phases.reverse()) out.push(...await createAt(core, ids.map(make), opts.rate));
+    }
+    clearInterval(sampler);
+    const reviews = (await webhook.metric('ownerrefs_webhook_reviews_total', 'result="mutated"')) - reviews0;
+    await sleep(2_000);
+    const after = sample(webhook.child.pid!).rssMiB;
+    const w = dist(withWebhook);
+    const o = dist(without);
+    return {
+      rate: opts.rate, creates: opts.creates, withWebhook: w, without: o,
+      addedP50: round(w.p50 - o.p50), addedP99: round(w.p99 - o.p99),
+      rssMiB: { idle: round(idle, 1), peak: round(peak, 1), after: round(after, 1) }, reviews, loadavg: loadavg(),
+    };
+  } finally {
+    await webhook.stop();
+    await core.deleteCollectionNamespacedPod({ namespace: NS, labelSelector: 'app=wh' }).catch(() => undefined);
+  }
+}
+
+export function printWebhook(r: WebhookResults): void {
+  const row = (what: string, d: Dist) => `  ${what.padEnd(34)} p50 ${d.p50.toFixed(2).padStart(7)} ms  p99 ${d.p99.toFixed(2).padStart(7)} ms  max ${d.max.toFixed(1).padStart(7)} ms`;
+  console.log(`webhook: ${r.creates} pod creates each way at ${r.rate}/s, interleaved (load ${r.loadavg.map((x) => x.toFixed(2)).join(' ')})`);
+  console.log(row('with the webhook (KEP syntax)', r.withWebhook));
+  console.log(row('without (same pods, pre-rewritten)', r.without));
+  console.log(`  added: p50 ${r.addedP50.toFixed(2)} ms, p99 ${r.addedP99.toFixed(2)} ms; ${r.reviews} reviews mutated`);
+  console.log(`  webhook RSS: idle ${r.rssMiB.idle} MiB, peak under load ${r.rssMiB.peak} MiB, after ${r.rssMiB.after} MiB`);
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({ options: {
+    creates: { type: 'string', default: '500' }, rate: { type: 'string', default: '50' },
+    out: { type: 'string', default: path.join(import.meta.dirname, 'results', 'webhook.json') },
+  } });
+  const workDir = path.join(TMP, `webhook-${process.pid}`);
+  mkdirSync(workDir, { recursive: true });
+  const cluster = await startBenchCluster('bench-node', workDir);
+  try {
+    const r = await benchWebhook(cluster, { creates: Number(values.creates), rate: Number(values.rate), workDir });
+    printWebhook(r);
+    mkdirSync(path.dirname(values.out), { recursive: true });
+    writeFileSync(values.out, JSON.stringify({ machine: machine(), versions: cluster.versions, webhook: r }, null, 2) + '\n');
+  } finally {
+    await cluster.stop();
+  }
+}

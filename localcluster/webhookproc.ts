@@ -1,0 +1,114 @@
+// Runs the real admission webhook (`node agent/main.ts webhook`) as a child process, with
+// credentials that carry exactly the RBAC in webhook.yaml, self-managed TLS for 127.0.0.1,
+// and registers it with the API server through clientConfig.url (no Service: the test
+// control plane has no cluster network). The webhook then puts its own CA into caBundle.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { AdmissionregistrationV1Api, CoreV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { AGENT_ENV } from '../agent/config.ts';
+import { webhookConfiguration } from '../agent/webhook/registration.ts';
+import { apply } from './agentproc.ts';
+import { waitFor } from './wait.ts';
+
+const ROOT = path.join(import.meta.dirname, '..');
+const MAIN = path.join(ROOT, 'agent', 'main.ts');
+export const WEBHOOK_NAMESPACE = 'ownerrefs-system';
+
+/** Every object in webhook.yaml, as written. */
+export function webhookManifest(): KubernetesObject[] {
+  return parseAllDocuments(readFileSync(path.join(ROOT, 'webhook.yaml'), 'utf8')).map((d) => d.toJS() as KubernetesObject).filter(Boolean);
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A kubeconfig holding a TokenRequest token for webhook.yaml's ServiceAccount. */
+async function webhookKubeconfig(admin: KubeConfig, dir: string): Promise<string> {
+  await apply(admin, webhookManifest().filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!)));
+  const tr = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    name: 'ownerrefs-webhook', namespace: WEBHOOK_NAMESPACE, body: { spec: { audiences: [], expirationSeconds: 3600 * 6 } },
+  });
+  const cluster = admin.getCurrentCluster()!;
+  const kc = {
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'webhook',
+    clusters: [{ name: 'test', cluster: { server: cluster.server, 'certificate-authority': cluster.caFile, 'certificate-authority-data': cluster.caData } }],
+    users: [{ name: 'webhook', user: { token: tr.status!.token } }],
+    contexts: [{ name: 'webhook', context: { cluster: 'test', user: 'webhook' } }],
+  };
+  const file = path.join(dir, 'webhook.kubeconfig');
+  writeFileSync(file, JSON.stringify(kc), { mode: 0o600 });
+  return file;
+}
+
+export interface WebhookProcess {
+  readonly port: number;
+  readonly healthPort: number;
+  readonly child: ChildProcess;
+  logs(): string;
+  metric(name: string, labels?: string): Promise<number>;
+  stop(): Promise<number | null>;
+  /** Start the same webhook again (same port, same Secret: the CA carries over). */
+  restart(): Promise<WebhookProcess>;
+}
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
+
+/**
+ * Registers the configuration of webhook.yaml with clientConfig.url on a free loopback
+ * port, starts the webhook there, and waits until the API server trusts it (caBundle set).
+ * The namespace must exist (daemonset.yaml makes it).
+ */
+export async function startWebhook(admin: KubeConfig, dir: string): Promise<WebhookProcess> {
+  const kubeconfig = await webhookKubeconfig(admin, dir);
+  const port = await freePort();
+  const cfg = webhookConfiguration({ url: `https://127.0.0.1:${port}/mutate` });
+  const reg = admin.makeApiClient(AdmissionregistrationV1Api);
+  await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch(() => undefined);
+  await reg.createMutatingWebhookConfiguration({ body: cfg as never });
+  const launch = async (): Promise<WebhookProcess> => {
+    const child = spawn(process.execPath, [MAIN, 'webhook', `--kubeconfig=${kubeconfig}`, `--listen=127.0.0.1:${port}`, '--health-addr=127.0.0.1:0',
+      `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
+    running.add(child);
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
+    let raw = '';
+    child.stdout!.on('data', (d: Buffer) => (raw += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
+    const line = await waitFor(() => {
+      if (child.exitCode !== null) throw new Error(`webhook exited ${child.exitCode}:\n${raw}`);
+      return raw.split('\n').map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return undefined; } })
+        .find((l) => l?.msg === 'webhook serving');
+    }, { timeoutMs: 30_000, describe: 'webhook start', diagnostics: () => raw.slice(-4000) });
+    const healthPort = line.healthPort as number;
+    await waitFor(async () => (await reg.readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' })).webhooks?.every((w) => w.clientConfig.caBundle) || undefined,
+      { describe: 'the webhook puts its CA in caBundle', diagnostics: () => raw.slice(-4000) });
+    const w: WebhookProcess = {
+      port, healthPort, child,
+      logs: () => raw,
+      async metric(name, labels = '') {
+        const body = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+        return body.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
+          .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      },
+      async stop() {
+        if (child.exitCode === null) child.kill('SIGTERM');
+        return exited;
+      },
+      restart: launch,
+    };
+    return w;
+  };
+  return launch();
+}
