@@ -231,9 +231,9 @@ async function main(): Promise<void> {
     }
 
     // --- The admission webhook: pod-create latency with and without it, its RSS (bench/webhook.ts).
-    if (flags.extras) {
-      say('webhook: 500 pod creates each way at 50/s');
-      const wh = await benchWebhook(cluster, { creates: 500, rate: 50, workDir: work });
+    if (flags.extras && !flags['agent-ref']) { // the webhook of the work tree only
+      say('webhook: 1000 pod creates each way at 50/s');
+      const wh = await benchWebhook(cluster, { creates: 1000, rate: 50, workDir: work, main: mainJs });
       printWebhook(wh);
       result.webhook = wh;
     }

@@ -4,9 +4,10 @@
 // webhook call), in one run, interleaved in rounds so that machine noise falls on both.
 // Creates are open-loop at --rate per second (each is sent on schedule, whether or not
 // earlier ones have been answered), so a slow answer cannot hide the ones queued behind it.
-// Also the webhook process's RSS idle, at its peak under load, and after.
+// Also the webhook process's RSS idle, at its peak under load, and after. The webhook runs
+// compiled, with the image's Node flags (NODE_FLAGS), as webhook.yaml runs it.
 //
-//   npm run bench:webhook                       500 creates each way at 50/s
+//   npm run bench:webhook                       1000 creates each way at 50/s
 //   npm run bench:webhook -- --creates=100      (bench:webhook:smoke in CI)
 //
 // Run by `npm run bench` too (its webhook section). Results: bench/results/webhook.json.
@@ -24,7 +25,8 @@ import { NS, startBenchCluster } from './support/cluster.ts';
 import { loadavg, machine } from './support/machine.ts';
 import { sample } from './support/proc.ts';
 import { dist, nowMs, round, type Dist } from './support/stats.ts';
-import { TMP } from './support/agent.ts';
+import { TMP, buildAgent } from './support/agent.ts';
+import { NODE_FLAGS } from '../agent/config.ts';
 
 export interface WebhookResults {
   rate: number;
@@ -75,12 +77,13 @@ async function createAt(core: CoreV1Api, pods: V1Pod[], rate: number): Promise<n
   }));
 }
 
-export async function benchWebhook(cluster: BenchCluster, opts: { creates: number; rate: number; workDir: string }): Promise<WebhookResults> {
+export async function benchWebhook(cluster: BenchCluster, opts: { creates: number; rate: number; workDir: string; main: string; nodeFlags?: readonly string[] }): Promise<WebhookResults> {
   const kc = new KubeConfig();
   kc.loadFromFile(cluster.cp.kubeconfigPath);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: 'ownerrefs-system' } } }).catch(() => undefined);
-  const webhook = await startWebhook(kc, opts.workDir);
+  // Compiled, with the image's Node flags: what webhook.yaml runs.
+  const webhook = await startWebhook(kc, opts.workDir, { main: opts.main, nodeFlags: opts.nodeFlags ?? NODE_FLAGS });
   try {
     const owner = cluster.owners[0];
     // Warm both paths (connections, the API server's caches, V8 in the webhook).
@@ -126,14 +129,17 @@ export function printWebhook(r: WebhookResults): void {
 
 if (import.meta.main) {
   const { values } = parseArgs({ options: {
-    creates: { type: 'string', default: '500' }, rate: { type: 'string', default: '50' },
+    creates: { type: 'string', default: '1000' }, rate: { type: 'string', default: '50' },
     out: { type: 'string', default: path.join(import.meta.dirname, 'results', 'webhook.json') },
+    // Node flags for the webhook, comma-separated; default the image's (NODE_FLAGS).
+    'node-flags': { type: 'string' },
   } });
   const workDir = path.join(TMP, `webhook-${process.pid}`);
   mkdirSync(workDir, { recursive: true });
   const cluster = await startBenchCluster('bench-node', workDir);
   try {
-    const r = await benchWebhook(cluster, { creates: Number(values.creates), rate: Number(values.rate), workDir });
+    const r = await benchWebhook(cluster, { creates: Number(values.creates), rate: Number(values.rate), workDir, main: buildAgent(undefined, 'webhook').main,
+      ...(values['node-flags'] !== undefined ? { nodeFlags: values['node-flags'].split(',').filter(Boolean) } : {}) });
     printWebhook(r);
     mkdirSync(path.dirname(values.out), { recursive: true });
     writeFileSync(values.out, JSON.stringify({ machine: machine(), versions: cluster.versions, webhook: r }, null, 2) + '\n');

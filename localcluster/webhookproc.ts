@@ -71,7 +71,12 @@ process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
  * port, starts the webhook there, and waits until the API server trusts it (caBundle set).
  * The namespace must exist (daemonset.yaml makes it).
  */
-export async function startWebhook(admin: KubeConfig, dir: string): Promise<WebhookProcess> {
+export async function startWebhook(admin: KubeConfig, dir: string, opts: {
+  /** Entry point; default agent/main.ts from source. The benchmark passes the compiled one. */
+  main?: string;
+  /** Node flags before the entry point (the image's: NODE_FLAGS). */
+  nodeFlags?: readonly string[];
+} = {}): Promise<WebhookProcess> {
   const kubeconfig = await webhookKubeconfig(admin, dir);
   const port = await freePort();
   const cfg = webhookConfiguration({ url: `https://127.0.0.1:${port}/mutate` });
@@ -79,7 +84,7 @@ export async function startWebhook(admin: KubeConfig, dir: string): Promise<Webh
   await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch(() => undefined);
   await reg.createMutatingWebhookConfiguration({ body: cfg as never });
   const launch = async (): Promise<WebhookProcess> => {
-    const child = spawn(process.execPath, [MAIN, 'webhook', `--kubeconfig=${kubeconfig}`, `--listen=127.0.0.1:${port}`, '--health-addr=127.0.0.1:0',
+    const child = spawn(process.execPath, [...opts.nodeFlags ?? [], opts.main ?? MAIN, 'webhook', `--kubeconfig=${kubeconfig}`, `--listen=127.0.0.1:${port}`, '--health-addr=127.0.0.1:0',
       `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
     running.add(child);
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));

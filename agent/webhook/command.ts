@@ -6,8 +6,8 @@ import { isIP } from 'node:net';
 import chokidar from 'chokidar';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { loadKubeConfig } from '../agent.ts';
 import { KubeApiClient } from '../kube/client.ts';
+import { KubeCredentials } from '../kube/kubeconfig.ts';
 import { startHealthServer } from '../monitoring/health.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { WebhookConfig } from './config.ts';
@@ -38,7 +38,7 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   } else {
     // Loaded only in self-managed mode: the certificate library is not small.
     const certs = await import('./certs.ts');
-    const api = new KubeApiClient(loadKubeConfig(cfg.kubeconfig));
+    const api = new KubeApiClient(cfg.kubeconfig ? KubeCredentials.fromFile(cfg.kubeconfig) : KubeCredentials.inCluster());
     const svc = cfg.service;
     const names = [svc, `${svc}.${cfg.namespace}`, `${svc}.${cfg.namespace}.svc`, ...cfg.extraSans.filter((s) => !isIP(s))];
     const opts = { namespace: cfg.namespace, secretName: cfg.secret, dnsNames: names, ipAddresses: cfg.extraSans.filter((s) => isIP(s)) };
