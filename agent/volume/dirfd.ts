@@ -90,3 +90,34 @@ export function ioError(err: unknown, file: string, doing: string): ProjectionEr
   const reason: FailureReason = code === 'ENOENT' ? 'VolumeNotFound' : 'WriteFailed';
   return new ProjectionError(reason, `${doing} ${file} failed: ${code ?? String(err)}`, { file }, err);
 }
+
+/**
+ * A file's path below the target: plain names joined by '/' (downwardAPI items may nest),
+ * none of them starting with the writer's temporary prefix.
+ */
+export function checkRelative(p: string, reservedPrefix: string): void {
+  const parts = p.split('/');
+  if (!parts.every(isSafeComponent) || parts.some((c) => c.startsWith(reservedPrefix))) {
+    throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(p)}`, { file: p });
+  }
+}
+
+/** Files grouped by their directory below the target ('' for the target itself), in first-seen order. */
+export function bySubdirectory<T extends { path: string }>(files: readonly T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const f of files) {
+    const sub = f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '';
+    out.set(sub, [...out.get(sub) ?? [], f]);
+  }
+  return out;
+}
+
+/** Every directory the names imply below the target, deepest first. */
+export function subdirectoriesDeepestFirst(names: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  for (const n of names) {
+    const parts = n.split('/').slice(0, -1);
+    for (let i = 1; i <= parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+  }
+  return [...dirs].sort((a, b) => b.split('/').length - a.split('/').length);
+}

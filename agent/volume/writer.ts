@@ -96,7 +96,7 @@ import path from 'node:path';
 import type { ProjectedFile } from '../../projections/index.ts';
 import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
 import { errnoOf, ProjectionError } from '../common/errors.ts';
-import { absentAsNull, dirError, ioError, isSafeComponent, lstatOrNull, openDirectory, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
+import { absentAsNull, bySubdirectory, checkRelative, dirError, ioError, isSafeComponent, lstatOrNull, openDirectory, subdirectoriesDeepestFirst, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
 import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
 
 /** Where to write: a trusted absolute root plus components that must each be a real directory. */
@@ -167,7 +167,7 @@ export class FsVolumeWriter implements VolumeWriter {
   }
 
   async sync(target: VolumeTarget, files: readonly ProjectedFile[], remove: readonly string[] = [], opts: SyncOptions = {}): Promise<SyncResult> {
-    for (const f of files) checkRelative(f.path);
+    for (const f of files) checkRelative(f.path, TEMP_PREFIX);
     for (const name of remove) {
       if (!isSafeComponent(name)) throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(name)}`, { file: name });
     }
@@ -247,7 +247,7 @@ export class FsVolumeWriter implements VolumeWriter {
   async clear(target: VolumeTarget, names: readonly string[]): Promise<{ removed: string[] }> {
     const last = target.components.at(-1);
     if (!isSafeComponent(last ?? '')) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(last)}`);
-    for (const name of names) checkRelative(name);
+    for (const name of names) checkRelative(name, TEMP_PREFIX);
     const removed: string[] = [];
     const ops = this.#opsFor(target);
     const dir = await openDirectory(ops, target).catch(absentAsNull); // step 10
@@ -343,37 +343,6 @@ export class FsVolumeWriter implements VolumeWriter {
   }
 }
 
-
-/**
- * A file's path below the target: plain names joined by '/' (downwardAPI items may nest),
- * none of them the writer's temporary prefix.
- */
-function checkRelative(p: string): void {
-  const parts = p.split('/');
-  if (!parts.every(isSafeComponent) || parts.some((c) => c.startsWith(TEMP_PREFIX))) {
-    throw new ProjectionError('UnsafePath', `refusing file name ${JSON.stringify(p)}`, { file: p });
-  }
-}
-
-/** Files grouped by their directory below the target ('' for the target itself), in first-seen order. */
-function bySubdirectory<T extends { path: string }>(files: readonly T[]): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const f of files) {
-    const sub = f.path.includes('/') ? f.path.slice(0, f.path.lastIndexOf('/')) : '';
-    out.set(sub, [...out.get(sub) ?? [], f]);
-  }
-  return out;
-}
-
-/** Every directory the names imply below the target, deepest first. */
-function subdirectoriesDeepestFirst(names: readonly string[]): string[] {
-  const dirs = new Set<string>();
-  for (const n of names) {
-    const parts = n.split('/').slice(0, -1);
-    for (let i = 1; i <= parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
-  }
-  return [...dirs].sort((a, b) => b.split('/').length - a.split('/').length);
-}
 
 /** Steps 4-7; returns the stamp of the file renamed into place. */
 async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedFile, clearLeftover: boolean): Promise<string> {
