@@ -15,9 +15,9 @@ import { DRIVER_NAME } from '../csi/driver.ts';
 import { admit } from '../policy/admission.ts';
 import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
 import { FsVolumeWriter } from '../volume/writer.ts';
-import { parsePod } from './podinput.ts';
+import { InputError, parsePod } from './podinput.ts';
 
-export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--no-env-file] [--no-dependents-file] [--max-bytes N] [FILE|-]
+export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--volume NAME] [--allocatable cpu=Q,memory=Q] [--no-env-file] [--no-dependents-file] [--max-bytes N] [FILE|-]
 
 The agent's dry run for one Pod manifest (YAML or JSON; "-" or no FILE reads standard
 input). Prints a JSON object mapping each file name to the content the agent would write,
@@ -25,6 +25,11 @@ or, with --out DIR, writes the files into DIR (which must exist) through the age
 atomic, symlink-safe writer. A pod the agent would refuse (no opt-in, an invalid
 annotation, a volume that is not an emptyDir, files over --max-bytes) gets the agent's
 reasons on standard error, nothing is written, and the exit code is 3.
+
+--volume NAME renders that volume: for an ownerrefs.dev CSI volume carrying downwardAPI
+items (what the webhook makes of KEP-4753 syntax), its items, nested paths and modes
+included; --allocatable gives the node's allocatable, which such items read for limits a
+container does not set (default: none, so they read 0).
 `;
 
 /** Exit code for a pod the agent would refuse. */
@@ -40,6 +45,8 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
       'no-env-file': { type: 'boolean' },
       'no-dependents-file': { type: 'boolean' },
       'max-bytes': { type: 'string' },
+      volume: { type: 'string' },
+      allocatable: { type: 'string' },
     },
     allowPositionals: true,
     strict: true,
@@ -53,19 +60,41 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
   const a = admit(pod.metadata?.uid ? pod : { ...pod, metadata: { ...pod.metadata, uid: PLACEHOLDER_UID } }, {
     kubeletRoot: '/var/lib/kubelet', maxBytes, csiDriver: DRIVER_NAME,
     settings: { paused: false, envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'] },
+    allocatable: parseAllocatable(values.allocatable),
   });
   const refusals = a.optedIn ? a.errors : [{ reason: 'NotOptedIn', message: `the pod has neither the ${ANNOTATION_VOLUME} annotation nor a csi volume of driver ${DRIVER_NAME}; the agent writes nothing for it` }];
   if (refusals.length > 0) {
     for (const e of refusals) stderr.write(`${e.reason}: ${e.message}\n`);
     return EXIT_REFUSED;
   }
+  let files = a.files;
+  if (values.volume !== undefined) {
+    const own = a.volumeFiles.get(values.volume);
+    const declared = (pod.spec?.volumes ?? []).some((v) => v.name === values.volume);
+    if (!declared) throw new InputError(`the pod has no volume ${JSON.stringify(values.volume)}`);
+    if (Array.isArray(own)) files = own;
+  } else {
+    for (const name of a.volumeFiles.keys()) stderr.write(`note: volume ${name} holds downwardAPI items, not these files; render it with --volume ${name}\n`);
+  }
   if (values.out !== undefined) {
-    await new FsVolumeWriter().sync({ root: path.resolve(values.out), components: [] }, a.files);
-    stdout.write(a.files.map((f) => path.join(values.out!, f.path)).join('\n') + '\n');
+    await new FsVolumeWriter().sync({ root: path.resolve(values.out), components: [] }, files, [], { createTarget: false });
+    stdout.write(files.map((f) => path.join(values.out!, f.path)).join('\n') + '\n');
     return 0;
   }
-  stdout.write(JSON.stringify(Object.fromEntries(a.files.map((f) => [f.path, f.bytes.toString('utf8')])), null, 2) + '\n');
+  stdout.write(JSON.stringify(Object.fromEntries(files.map((f) => [f.path, f.bytes.toString('utf8')])), null, 2) + '\n');
   return 0;
+}
+
+/** `cpu=4,memory=16Gi` -> a resource list (quantities are checked where they are read). */
+function parseAllocatable(v: string | undefined): Record<string, string> {
+  if (v === undefined || v === '') return {};
+  const out: Record<string, string> = {};
+  for (const part of v.split(',')) {
+    const m = /^([a-z0-9.\/-]+)=(\S+)$/.exec(part.trim());
+    if (!m) throw new ConfigError(`--allocatable takes name=quantity pairs, like cpu=4,memory=16Gi; got ${JSON.stringify(part)}`);
+    out[m[1]!] = m[2]!;
+  }
+  return out;
 }
 
 async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {

@@ -124,3 +124,36 @@ describe('ownerrefs-agent render', () => {
 function POD_WITH(annotation: string, volume: string): string {
   return `kind: Pod\nmetadata:\n  name: x\n  annotations: {ownerrefs.dev/volume: ${annotation}}\nspec:\n  volumes:\n  - name: podinfo\n    ${volume}\n`;
 }
+
+describe('ownerrefs-agent render --volume (downwardAPI items)', () => {
+  const itemPod = (items: unknown[]) => JSON.stringify({ kind: 'Pod', metadata: { name: 'p', namespace: 'ns', labels: { app: 'web' } },
+    spec: { containers: [{ name: 'app', resources: { requests: { cpu: '100m' } } }],
+      volumes: [{ name: 'podinfo', csi: { driver: 'ownerrefs.dev', readOnly: true, volumeAttributes: { downwardAPI: JSON.stringify({ defaultMode: 0o600, items }) } } }] } });
+  const withStdin = (args: string[], input: string) => new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+    const child = execFile(process.execPath, [MAIN, 'render', ...args, '-'], (e, out, err) => resolve({ code: e ? (e as { code?: number }).code ?? 1 : 0, out, err }));
+    child.stdin!.end(input);
+  });
+
+  it('writes the items, nested paths and modes, through the agent writer; limits read --allocatable', async () => {
+    const out = tmpDir();
+    const r = await withStdin(['--volume', 'podinfo', '--allocatable', 'cpu=3500m', '--out', out], itemPod([
+      { path: 'meta/labels', fieldRef: { fieldPath: 'metadata.labels' } },
+      { path: 'cpu', resourceFieldRef: { containerName: 'app', resource: 'limits.cpu', divisor: '1m' }, mode: 0o644 },
+    ]));
+    expect(r.code).toBe(0);
+    expect(readFileSync(path.join(out, 'meta', 'labels'), 'utf8')).toBe('app="web"');
+    expect(statSync(path.join(out, 'meta', 'labels')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(out, 'cpu'), 'utf8')).toBe('3500');
+  });
+
+  it('says which volumes hold items when --volume is not given', async () => {
+    const r = await withStdin([], itemPod([{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }]));
+    expect(r.err).toMatch(/^note: volume podinfo holds downwardAPI items, not these files; render it with --volume podinfo$/m);
+  });
+
+  it('refuses items the agent would refuse, with the reason and exit 3', async () => {
+    const r = await withStdin(['--volume', 'podinfo'], itemPod([{ path: '../x', fieldRef: { fieldPath: 'metadata.name' } }]));
+    expect(r.code).toBe(3);
+    expect(r.err).toMatch(/^InvalidDownwardAPI: .*must not contain '\.\.'/);
+  });
+});
