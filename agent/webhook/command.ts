@@ -79,10 +79,11 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
     const w = chokidar.watch([cfg.certFile, cfg.keyFile!], { ignoreInitial: true, awaitWriteFinish: { stabilityThreshold: 500 } });
     w.on('all', () => void reload('certificate files changed'));
     watcher = w;
-  } else {
-    timer = setInterval(() => void reload('periodic check'), 3_600_000);
-    timer.unref();
   }
+  // Files: also re-read each minute (a Secret volume swaps a symlink, which a watch on the
+  // old target may not see). Self-managed: renew what is due, hourly.
+  timer = setInterval(() => void reload('periodic check'), cfg.certFile ? 60_000 : 3_600_000);
+  timer.unref();
   const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry, ready: () => (tlsError ? [tlsError] : []) });
   const port = (server.server.address() as { port: number }).port;
   const healthPort = (health.address() as { port: number }).port;

@@ -1,0 +1,68 @@
+// `webhook` with certificate files (cert-manager's mode): served, and re-read when they change.
+
+import { X509Certificate } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import tls from 'node:tls';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
+import { ensureServingTls } from '../../../agent/webhook/certs.ts';
+import { startWebhook, type RunningWebhook } from '../../../agent/webhook/command.ts';
+import { parseWebhookConfig } from '../../../agent/webhook/config.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
+import { memoryLogger } from '../../support/agentkit.ts';
+import { tmpDir } from '../../support/tmpdir.ts';
+
+/** A fresh CA and serving pair each call (an empty Secret store). */
+async function pair() {
+  let secret: unknown;
+  const api: ApiClient = {
+    async json<T>(method: string, _p: string, body?: unknown): Promise<T> {
+      if (method === 'GET') { if (!secret) throw new ApiError(404, 'NotFound', 'nf'); return secret as T; }
+      secret = { ...(body as object), metadata: { resourceVersion: '1' } };
+      return secret as T;
+    },
+    stream: () => Promise.reject(new Error('no')),
+  };
+  return ensureServingTls(api, { namespace: 'n', secretName: 's', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+}
+
+function servedSerial(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+      resolve(new X509Certificate(s.getPeerX509Certificate()!.raw).serialNumber);
+      s.end();
+    });
+    s.on('error', reject);
+  });
+}
+
+let w: RunningWebhook | undefined;
+afterAll(() => w?.stop());
+
+describe('webhook with --tls-cert-file/--tls-key-file', () => {
+  it('serves the files and swaps in new ones when they change, needing no API access', async () => {
+    const dir = tmpDir();
+    const cert = path.join(dir, 'tls.crt');
+    const key = path.join(dir, 'tls.key');
+    const first = await pair();
+    writeFileSync(cert, first.cert);
+    writeFileSync(key, first.key);
+    const cfg = parseWebhookConfig(['--listen=127.0.0.1:0', '--health-addr=127.0.0.1:0', `--tls-cert-file=${cert}`, `--tls-key-file=${key}`, '--kubeconfig=/nonexistent'], {});
+    w = await startWebhook(cfg, memoryLogger().log);
+    expect(await servedSerial(w.port)).toBe(new X509Certificate(first.cert).serialNumber);
+    const ready = await fetch(`http://127.0.0.1:${w.healthPort}/readyz`);
+    expect(ready.status).toBe(200);
+    const second = await pair();
+    writeFileSync(key, second.key);
+    writeFileSync(cert, second.cert);
+    const want = new X509Certificate(second.cert).serialNumber;
+    await waitFor(async () => (await servedSerial(w!.port)) === want || undefined, { describe: 'the new certificate served', timeoutMs: 20_000 });
+    const metrics = await (await fetch(`http://127.0.0.1:${w.healthPort}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`ownerrefs_webhook_certificate_expiry_timestamp_seconds ${Math.floor(Date.parse(new X509Certificate(second.cert).validTo) / 1000)}`));
+  });
+
+  it('refuses one file without the other', () => {
+    expect(() => parseWebhookConfig(['--tls-cert-file=/x'], {})).toThrow(/go together/);
+  });
+});
