@@ -8,7 +8,9 @@ import { VolumeDirWatcher } from './volume/dirwatch.ts';
 import { startHealthServer } from './monitoring/health.ts';
 import { KubeApiClient, type Credentials } from './kube/client.ts';
 import { KubeCredentials } from './kube/kubeconfig.ts';
-import { ApiEventSink } from './kube/events.ts';
+import { ApiEventSink, REASON_FOLLOW_FORBIDDEN } from './kube/events.ts';
+import { BUILTIN_KINDS, OwnerMetadataCache } from './kube/ownermeta.ts';
+import { realClock } from './common/clock.ts';
 import { Reflector, type RestartReason } from './kube/reflector.ts';
 import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
@@ -37,7 +39,14 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   const events = new ApiEventSink({ client, node: cfg.nodeName, log });
   // CSI mode only: its module loads gRPC, which an emptyDir-only agent should not pay for.
   const csiMod = cfg.csiSocket ? await import('./csi/index.ts') : undefined;
-  const reconciler = new Reconciler({
+  // Owners' metadata: read only on nodes labelled ownerrefs.dev/follow-owners=true.
+  const owners = new OwnerMetadataCache({
+    client, kinds: [...BUILTIN_KINDS, ...cfg.followKinds], refreshMs: cfg.ownerRefreshMs, clock: realClock, log,
+    changed: (uid) => reconciler.ownerChanged(uid),
+    observe: (kind, outcome) => metrics.ownerReads.inc({ kind, code: outcome }),
+    forbidden: (kind, message) => events.warn({ kind: 'Node', name: cfg.nodeName }, REASON_FOLLOW_FORBIDDEN, `following ${kind} owners: ${message}`),
+  });
+  const reconciler: Reconciler = new Reconciler({
     kubeletRoot: cfg.kubeletRoot,
     writer: new FsVolumeWriter(),
     events,
@@ -46,6 +55,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     maxBytes: cfg.maxBytes,
     concurrency: cfg.concurrency,
     ...(csiMod ? { csiDriver: csiMod.DRIVER_NAME } : {}),
+    owners,
     dirs: (on) => new VolumeDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error'),
       (name) => name.startsWith(TEMP_PREFIX)),
   });
@@ -53,6 +63,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     current: () => reconciler.settings,
     apply: (s) => reconciler.setSettings(s),
     allocatable: (a) => reconciler.setAllocatable(a),
+    node: (n) => reconciler.setNode(n),
     events,
     log,
   });
@@ -118,6 +129,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
       clearInterval(resync);
       ac.abort();
       await Promise.allSettled([nodeRun, podRun]);
+      owners.close();
       await reconciler.close(); // in-flight writes finish; nothing new starts
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();

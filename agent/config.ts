@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as D from './common/defaults.ts';
 import { ConfigError } from './common/errors.ts';
+import { parseFollowKinds, type FollowedKind } from './kube/ownermeta.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -25,6 +26,9 @@ export interface AgentConfig {
   csiSocket?: string | undefined;
   /** Register the CSI driver with the kubelet here; undefined: do not (a registrar sidecar does). */
   registrationDir?: string | undefined;
+  /** Kinds followed beyond the built-in workloads, on nodes labelled ownerrefs.dev/follow-owners=true. */
+  followKinds: FollowedKind[];
+  ownerRefreshMs: number;
 }
 
 /** Flag name, env var, default, help. README's flag table lists the same rows. */
@@ -41,6 +45,8 @@ export const RUN_FLAGS = {
   concurrency: { env: 'OWNERREFS_CONCURRENCY', def: String(D.CONCURRENCY), help: 'volumes written in parallel' },
   'csi-socket': { env: 'OWNERREFS_CSI_SOCKET', def: '', help: 'serve the CSI driver ownerrefs.dev on this unix socket, the same path on the host (empty: CSI mode off)' },
   'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: D.REGISTRATION_DIR, help: 'register the CSI driver with the kubelet in this directory (empty: do not register)' },
+  'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
+  'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: String(D.OWNER_REFRESH_MS / 1000), help: 'read an owner in use again after this long (bounds how late a change of its own owner shows)' },
 } as const;
 
 type FlagName = keyof typeof RUN_FLAGS;
@@ -105,6 +111,14 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
     concurrency: Math.floor(num('concurrency', 1)),
     csiSocket: csiSocket || undefined,
     registrationDir: get('registration-dir') || undefined,
+    followKinds: (() => {
+      try {
+        return parseFollowKinds(get('follow-kinds'));
+      } catch (err) {
+        throw new ConfigError((err as Error).message);
+      }
+    })(),
+    ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000,
   };
 }
 

@@ -32,4 +32,8 @@ export interface ProjectedFile {
 export interface ProjectionOptions {
   envFile: boolean;
   dependentsFile: boolean;
+  /** nodeOwnerReferences: the pod's Node as an owner (free: the agent watches its Node). */
+  nodeFile: boolean;
+  /** controllerChain and workloadOwnerReferences (costs RBAC and API reads: opt-in). */
+  followOwners: boolean;
 }

@@ -59,7 +59,7 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
   const pod = parsePod(bytes);
   const a = admit(pod.metadata?.uid ? pod : { ...pod, metadata: { ...pod.metadata, uid: PLACEHOLDER_UID } }, {
     kubeletRoot: '/var/lib/kubelet', maxBytes, csiDriver: DRIVER_NAME,
-    settings: { paused: false, envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'] },
+    settings: { paused: false, envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'], nodeFile: false, followOwners: false },
     allocatable: parseAllocatable(values.allocatable),
   });
   const refusals = a.optedIn ? a.errors : [{ reason: 'NotOptedIn', message: `the pod has neither the ${ANNOTATION_VOLUME} annotation nor a csi volume of driver ${DRIVER_NAME}; the agent writes nothing for it` }];

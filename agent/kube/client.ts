@@ -11,18 +11,22 @@ import type { IncomingMessage } from 'node:http';
 export class ApiError extends Error {
   readonly status: number;
   readonly reason: string;
+  /** The Status's details.name: set on a 404 for a missing object, unset when the resource itself is not served. */
+  readonly detailsName: string | undefined;
 
-  constructor(status: number, reason: string, message: string, cause?: unknown) {
+  constructor(status: number, reason: string, message: string, cause?: unknown, detailsName?: string) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'ApiError';
     this.status = status;
     this.reason = reason;
+    this.detailsName = detailsName;
   }
 }
 
 /** The seam the reflector and event recorder use. */
 export interface ApiClient {
-  json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType?: string): Promise<T>;
+  /** `accept` replaces application/json (a metadata-only GET asks for PartialObjectMetadata). */
+  json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType?: string, accept?: string): Promise<T>;
   /** Opens a streaming GET; resolves once the status line is 200, else rejects with ApiError. */
   stream(path: string, signal: AbortSignal): Promise<IncomingMessage>;
 }
@@ -54,8 +58,8 @@ export class KubeApiClient implements ApiClient {
     this.#observe = observe;
   }
 
-  async json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
-    const res = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), contentType);
+  async json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType = 'application/json', accept?: string): Promise<T> {
+    const res = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), contentType, undefined, accept);
     const text = await readAll(res);
     if (res.statusCode !== 200 && res.statusCode !== 201) throw apiError(res.statusCode ?? 0, text);
     return JSON.parse(text) as T;
@@ -68,11 +72,11 @@ export class KubeApiClient implements ApiClient {
   }
 
   async #send(method: string, path: string, body: string | undefined, contentType: string | undefined,
-    signal?: AbortSignal): Promise<IncomingMessage> {
+    signal?: AbortSignal, accept = 'application/json'): Promise<IncomingMessage> {
     const opts: https.RequestOptions = {};
     // Fresh bearer token (token files rotate) and TLS material; we keep our own agent (below).
     await this.#kc.applyToHTTPSOptions(opts);
-    const headers: Record<string, string> = { Accept: 'application/json', ...(opts.headers as Record<string, string>) };
+    const headers: Record<string, string> = { Accept: accept, ...(opts.headers as Record<string, string>) };
     if (body !== undefined) {
       headers['Content-Type'] = contentType ?? 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(body));
@@ -138,10 +142,12 @@ async function readAll(res: IncomingMessage): Promise<string> {
 function apiError(status: number, text: string): ApiError {
   let reason = '';
   let message = text.slice(0, 500);
+  let name: string | undefined;
   try {
-    const s = JSON.parse(text) as { reason?: string; message?: string };
+    const s = JSON.parse(text) as { reason?: string; message?: string; details?: { name?: string } };
     reason = s.reason ?? '';
     message = s.message ?? message;
+    name = s.details?.name;
   } catch { /* not a Status object */ }
-  return new ApiError(status, reason, `API ${status}${reason ? ' ' + reason : ''}: ${message}`);
+  return new ApiError(status, reason, `API ${status}${reason ? ' ' + reason : ''}: ${message}`, undefined, name);
 }

@@ -14,6 +14,8 @@ import type { ApiClient } from './client.ts';
 
 export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';
 export const REASON_INVALID_NODE_LABEL = 'OwnerRefsInvalidNodeLabel';
+/** On the Node: it follows owners, but the agent may not read a kind (rbac-follow-owners.yaml missing). */
+export const REASON_FOLLOW_FORBIDDEN = 'OwnerRefsFollowForbidden';
 
 export interface InvolvedObject {
   kind: 'Pod' | 'Node';

@@ -20,6 +20,9 @@ export const NODE_LABELS: readonly LabelSpec[] = [
   { label: 'ownerrefs.dev/paused', key: 'paused', default: false, doc: 'stop projecting on this node; files stay as they are' },
   { label: 'ownerrefs.dev/env-file', key: 'envFile', default: true, doc: 'write ownerReferences.env' },
   { label: 'ownerrefs.dev/dependents-file', key: 'dependentsFile', default: true, doc: 'write dependentOwnerReferences' },
+  { label: 'ownerrefs.dev/node-file', key: 'nodeFile', default: true, doc: 'write nodeOwnerReferences (the pod\'s Node as an owner)' },
+  { label: 'ownerrefs.dev/follow-owners', key: 'followOwners', default: false,
+    doc: 'write controllerChain and workloadOwnerReferences; needs rbac-follow-owners.yaml applied' },
 ];
 
 export const DEFAULT_SETTINGS: NodeSettings = Object.freeze(

@@ -20,6 +20,7 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
   readonly #events: EventSink;
   readonly #log: Logger;
   readonly #allocatable: ((a: Record<string, string>) => void) | undefined;
+  readonly #node: ((n: { name: string; uid: string }) => void) | undefined;
   /** Invalid labels already reported, so a relist or an unrelated label edit does not repeat them. */
   #reported = '';
   #configured = false;
@@ -27,8 +28,10 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
   /** Resolves once the Node has been read (or found absent). */
   readonly whenConfigured = new Promise<void>((r) => (this.#markConfigured = r));
 
-  constructor(opts: { current: () => NodeSettings; apply: (s: NodeSettings) => void; events: EventSink; log: Logger; allocatable?: (a: Record<string, string>) => void }) {
+  constructor(opts: { current: () => NodeSettings; apply: (s: NodeSettings) => void; events: EventSink; log: Logger; allocatable?: (a: Record<string, string>) => void;
+    node?: (n: { name: string; uid: string }) => void }) {
     this.#apply = opts.apply;
+    this.#node = opts.node;
     this.#allocatable = opts.allocatable;
     this.#current = opts.current;
     this.#events = opts.events;
@@ -58,6 +61,7 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
       }
     }
     this.#allocatable?.(node.status?.allocatable ?? {});
+    if (node.metadata?.name && node.metadata.uid) this.#node?.({ name: node.metadata.name, uid: node.metadata.uid });
     if (!sameSettings(settings, this.#current())) {
       this.#log.info({ [F.node]: node.metadata?.name, settings }, 'node settings changed');
       this.#apply(settings);

@@ -27,6 +27,13 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly ownerReads = new Counter({
+    name: 'ownerrefs_owner_reads_total',
+    help: 'Metadata-only reads of pods\' owners (nodes that follow owners), by kind and outcome (ok or the status code).',
+    labelNames: ['kind', 'code'] as const,
+    registers: [this.registry],
+  });
+
   readonly fileWrites = new Counter({
     name: 'ownerrefs_file_writes_total',
     help: 'Projected files written (renamed into place).',

@@ -8,7 +8,7 @@ import { ProjectionError } from '../common/errors.ts';
 import { describe } from '../common/validation.ts';
 import type { NodeSettings } from '../kube/nodeconfig.ts';
 import { checkSource, DownwardAPIError, renderDownwardAPI, type DownwardAPISource, type ResourceList } from '../../projections/downwardapi.ts';
-import { ownersOf, project, type OwnerReference, type ProjectedFile } from '../../projections/index.ts';
+import { ownersOf, project, type OwnerReference, type ProjectedFile, type ProjectionContext } from '../../projections/index.ts';
 import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE, optedIn, resolveVolumes, usesCsiDriver, type ResolvedVolume } from '../volume/resolve.ts';
 import type { PodView } from './podtable.ts';
 
@@ -22,6 +22,8 @@ export interface AdmissionOptions {
   mirrorRefused?: { claimed: string; why: string } | undefined;
   /** The node's allocatable: limits a container does not set read as this (downwardAPI items). */
   allocatable?: ResourceList | undefined;
+  /** The Node and the controller chain, for the files beyond the KEP. */
+  context?: ProjectionContext | undefined;
 }
 
 export interface Admission {
@@ -44,7 +46,7 @@ export function admit(pod: PodView, o: AdmissionOptions): Admission {
     ? { volumes: [], errors: [new ProjectionError('InvalidMirrorUID',
       `${ANNOTATION_MIRROR} ${describe(o.mirrorRefused.claimed)} ${o.mirrorRefused.why}; only the kubelet sets it, on mirror pods of static pods: remove it`)] }
     : resolveVolumes(pod, o.kubeletRoot);
-  const files = project(pod, o.settings);
+  const files = project(pod, o.settings, o.context);
   const size = files.reduce((n, f) => n + f.bytes.length, 0);
   const tooLarge = size > o.maxBytes ? new ProjectionError('TooLarge',
     `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${o.maxBytes}; files are left as they were`) : undefined;

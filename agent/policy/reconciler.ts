@@ -9,7 +9,7 @@
 
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { FILES, project } from '../../projections/index.ts';
+import { FILES } from '../../projections/index.ts';
 import { admit } from './admission.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import type { DirWatchEvents, DirWatcher } from '../volume/dirwatch.ts';
@@ -26,6 +26,9 @@ import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
 import { PodTable, dirOf, filesFor, fingerprintFor, podKey, refusedIn, type PodView, type Tracked } from './podtable.ts';
 import type { ResourceList } from '../../projections/downwardapi.ts';
+import type { NodeRef } from '../../projections/index.ts';
+import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
+import { OwnerFollowing } from './following.ts';
 import { FailureReporter } from './reporter.ts';
 import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from '../volume/resolve.ts';
 import { CONCURRENCY, MAX_BYTES } from '../common/defaults.ts';
@@ -47,6 +50,8 @@ export interface ReconcilerOptions {
   concurrency?: number;
   /** CSI driver name: pods with an inline volume of this driver are tracked without the annotation. */
   csiDriver?: string;
+  /** Owners' metadata, for nodes that follow owners (absent: controllerChain is never written). */
+  owners?: Pick<OwnerMetadataCache, 'lookup'>;
 }
 
 export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
@@ -61,11 +66,13 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   readonly #claims = new DiskClaims();
   #settings: NodeSettings = DEFAULT_SETTINGS;
   #allocatable: ResourceList = {};
+  readonly #following: OwnerFollowing;
 
   constructor(opts: ReconcilerOptions) {
     if (!path.isAbsolute(opts.kubeletRoot)) throw new Error(`kubelet root must be absolute, got ${JSON.stringify(opts.kubeletRoot)}`);
     this.#o = { clock: realClock, maxBytes: MAX_BYTES, ...opts };
     const clock = this.#o.clock;
+    this.#following = new OwnerFollowing(opts.owners);
     this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? CONCURRENCY, process: (uid) => this.#process(uid), clock });
     this.#dirs = opts.dirs(this);
     this.#pods = new PodTable({ dirs: this.#dirs, metrics: opts.metrics });
@@ -144,6 +151,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const a = admit(pod, {
       kubeletRoot: this.#o.kubeletRoot, settings: this.#settings, maxBytes: this.#o.maxBytes, csiDriver: this.#o.csiDriver,
       mirrorRefused: refusal ? { claimed, why: refusal } : undefined, allocatable: this.#allocatable,
+      context: this.#following.contextFor(uid, pod.metadata?.namespace ?? '', pod.metadata?.ownerReferences, this.#settings),
     });
     this.#reportResolution(t, a.errors);
     this.#pods.setView(t, pod, a.tooLarge);
@@ -158,12 +166,28 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   setSettings(next: NodeSettings): void {
     const prev = this.#settings;
     this.#settings = next;
-    if (prev.envFile !== next.envFile || prev.dependentsFile !== next.dependentsFile) {
-      const now = this.#o.clock.now();
-      for (const [, t] of this.#pods.entries()) this.#pods.setFiles(t, project({ metadata: { ownerReferences: t.owners } }, next), t.owners, now);
+    if (prev.envFile !== next.envFile || prev.dependentsFile !== next.dependentsFile || prev.nodeFile !== next.nodeFile || prev.followOwners !== next.followOwners) {
+      this.#revisitAll();
     }
     if (prev.paused && !next.paused) this.resyncAll();
     else for (const [uid, t] of this.#pods.entries()) if (this.#pods.behind(t)) this.#queue.add(uid);
+  }
+
+  /** This node's name and UID (nodeOwnerReferences); every pod is rendered again when they change. */
+  setNode(node: NodeRef | undefined): void {
+    if (this.#following.setNode(node)) this.#revisitAll();
+  }
+
+  /** An owner's metadata changed (or was first read): render the pods whose chain passes through it. */
+  ownerChanged(ownerUid: string): void {
+    for (const uid of this.#following.dependentsOf(ownerUid)) {
+      const t = this.#pods.get(uid);
+      if (t) this.#upsertOne(t.view);
+    }
+  }
+
+  #revisitAll(): void {
+    for (const [, t] of [...this.#pods.entries()]) this.#upsertOne(t.view);
   }
 
   /**
@@ -241,6 +265,8 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     return [
       ...(this.#settings.envFile ? [] : [FILES.env]),
       ...(this.#settings.dependentsFile ? [] : [FILES.dependents]),
+      ...(this.#settings.nodeFile ? [] : [FILES.node]),
+      ...(this.#settings.followOwners ? [] : [FILES.chain, FILES.workload]),
     ];
   }
 
@@ -252,6 +278,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   #untrack(uid: string): void {
+    this.#following.forget(uid);
     if (this.#pods.untrack(uid)) this.#queue.forget(uid);
   }
 

@@ -96,7 +96,7 @@ const SERVICE_CIDR = '10.0.0.0/24';
 // service-account plumbing, and the kube-root-ca.crt ConfigMap every service-account
 // token volume needs. No node-lifecycle unless real kubelets join: it would mark the
 // fake node (no heartbeats) NotReady and taint it.
-const CONTROLLERS = 'daemonset,replicaset,deployment,garbagecollector,serviceaccount-token,namespace,serviceaccount,root-ca-cert-publisher';
+const CONTROLLERS = 'daemonset,replicaset,deployment,statefulset,job,cronjob,garbagecollector,serviceaccount-token,namespace,serviceaccount,root-ca-cert-publisher';
 const NODE_CONTROLLERS = 'nodelifecycle';
 
 function logHint(logsDir: string, name: string): () => string {

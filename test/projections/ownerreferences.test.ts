@@ -97,6 +97,6 @@ describe('project()', () => {
     { envFile: true, dependentsFile: false, files: ['ownerReferences.env', 'ownerReferences'] },
     { envFile: false, dependentsFile: false, files: ['ownerReferences'] },
   ])('leaves out files turned off (env $envFile, dependents $dependentsFile)', ({ files, ...opts }) => {
-    expect(project(pod(), opts).map((f) => f.path)).toEqual(files);
+    expect(project(pod(), { ...opts, nodeFile: true, followOwners: false }).map((f) => f.path)).toEqual(files);
   });
 });

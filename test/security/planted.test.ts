@@ -7,14 +7,14 @@ import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync,
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/volume/writer.ts';
-import { ALL_FILE_NAMES, FILES, project } from '../../projections/index.ts';
-import { owner, pod } from '../support/fixtures.ts';
+import { ALL_FILE_NAMES, FILES } from '../../projections/index.ts';
+import { allFiles, owner, pod } from '../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../support/tmpdir.ts';
 import { deepSnapshot, makeOutside, projectionError, WRITER_NAMES, type Outside } from './support.ts';
 
 const UID = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
 const writer = new FsVolumeWriter();
-const want = project(pod({ owners: [owner({ name: 'planted' })] }));
+const want = allFiles(pod({ owners: [owner({ name: 'planted' })] }));
 const bytesOf = (name: string) => want.find((f) => f.path === name)!.bytes;
 
 function setup() {

@@ -7,10 +7,10 @@ import { lstatSync, readdirSync, readFileSync, rmdirSync, unlinkSync } from 'nod
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProjectionError } from '../../agent/common/errors.ts';
-import { FsVolumeWriter, type VolumeTarget } from '../../agent/volume/writer.ts';
-import { FILES, project, type ProjectedFile } from '../../projections/index.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/volume/writer.ts';
+import { DEFAULT_PROJECTION_OPTIONS, FILES, project, type ProjectedFile } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
-import { owner, pod } from '../support/fixtures.ts';
+import { allFiles, owner, pod } from '../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../support/tmpdir.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 import { deepSnapshot, EVENT_REASONS, makeOutside, startAttacker, WRITER_NAMES } from './support.ts';
@@ -36,8 +36,9 @@ function removePlantedDirs(vol: string): void {
 }
 const lstatSafe = (p: string) => { try { return lstatSync(p); } catch { return undefined; } };
 
-function expectExactly(vol: string, files: readonly ProjectedFile[]): void {
-  expect(readdirSync(vol).filter((n) => WRITER_NAMES.includes(n)).sort()).toEqual(files.map((f) => f.path).sort());
+/** Among `names` (default: every name the writer can use), exactly `files` are there, each as written. */
+function expectExactly(vol: string, files: readonly ProjectedFile[], names: readonly string[] = WRITER_NAMES): void {
+  expect(readdirSync(vol).filter((n) => names.includes(n)).sort()).toEqual(files.map((f) => f.path).sort());
   for (const f of files) {
     const st = lstatSync(path.join(vol, f.path));
     expect({ file: f.path, regular: st.isFile(), mode: st.mode & 0o7777, uid: st.uid, links: st.nlink })
@@ -59,7 +60,7 @@ describe('a pod racing the writer from another process', () => {
     const uid = `race-${seed}`;
     const { base, root, vol, outside, before, beside } = setup(uid);
     const target: VolumeTarget = { root, components: ['pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'podinfo'] };
-    const versions = [0, 1, 2].map((i) => project(pod({ owners: [owner({ name: `gen-${i}-${'x'.repeat(i * 40)}` })] })));
+    const versions = [0, 1, 2].map((i) => allFiles(pod({ owners: [owner({ name: `gen-${i}-${'x'.repeat(i * 40)}` })] })));
     const outcomes: Record<string, number> = {};
     const strays: unknown[] = [];
     const attacker = await startAttacker(vol, outside, ITERATIONS, seed);
@@ -100,6 +101,8 @@ describe('a pod racing the writer from another process', () => {
 
   it(`agent: self-heal under ${ITERATIONS} swaps reports only documented reasons, writes nothing outside, and converges`, async () => {
     const k = agentKit();
+    const node = { name: 'node-1', uid: '0f0e0d0c-0000-4000-8000-000000000001' };
+    k.reconciler.setNode(node); // every name the attacker plants is one the agent writes or removes
     const owners = (i: number) => [owner({ name: `heal-${i}` })];
     const p = pod({ owners: owners(0) });
     const vol = makeVolume(k.root, p.metadata!.uid!);
@@ -127,10 +130,13 @@ describe('a pod racing the writer from another process', () => {
     const final = { ...p, metadata: { ...p.metadata, ownerReferences: owners(9) } };
     k.reconciler.upsert(final);
     k.reconciler.resyncAll();
-    const want = project(final);
+    const want = project(final, DEFAULT_PROJECTION_OPTIONS, { node });
+    // The names this agent writes here, and their temporaries: what it planted at names the
+    // node does not use (controllerChain with owners not followed) is the pod's own business.
+    const managed = want.flatMap((f) => [f.path, TEMP_PREFIX + f.path]);
     await waitFor(() => {
-      try { expectExactly(vol, want); return true; } catch { return false; }
+      try { expectExactly(vol, want, managed); return true; } catch { return false; }
     }, { timeoutMs: 30_000, describe: 'files converge after the attack' });
-    expectExactly(vol, want);
+    expectExactly(vol, want, managed);
   }, 60_000);
 });

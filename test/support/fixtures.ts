@@ -1,6 +1,6 @@
 // Shared fixture builders for unit tests.
 
-import type { OwnerReference } from '../../projections/index.ts';
+import { project, type OwnerReference, type ProjectedFile } from '../../projections/index.ts';
 import type { PodView } from '../../agent/policy/podtable.ts';
 
 export function owner(over: Partial<OwnerReference> = {}): OwnerReference {
@@ -68,3 +68,12 @@ export const HOSTILE_STRINGS: readonly string[] = [
   '${HOME} $HOME \\$ !!',
   'lone \ud800 surrogate',
 ];
+
+/** Every file the agent can write for a pod: all options on, a Node, and a chain to its top. */
+export function allFiles(p: PodView): ProjectedFile[] {
+  const owners = p.metadata?.ownerReferences ?? [];
+  return project(p, { envFile: true, dependentsFile: true, nodeFile: true, followOwners: true }, {
+    node: { name: 'node-1', uid: '0f0e0d0c-0000-4000-8000-000000000001' },
+    chain: { items: owners.filter((o) => o.controller === true), end: { reason: 'Top', message: 'fixture' } },
+  });
+}

@@ -9,7 +9,7 @@ import { startCsi, type RunningCsi } from '../../../agent/csi/index.ts';
 import { ApiError } from '../../../agent/kube/client.ts';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
 import type { PodView } from '../../../agent/policy/podtable.ts';
-import { ALL_FILE_NAMES, FILES, project } from '../../../projections/index.ts';
+import { FILES, project } from '../../../projections/index.ts';
 import { agentKit } from '../../support/agentkit.ts';
 import { csiClient, DRIVER, kubeletPrepare } from '../../support/csi.ts';
 import { owner, pod } from '../../support/fixtures.ts';
@@ -82,7 +82,7 @@ describe('CSI Identity and Node services', () => {
     const r = await c.call('node', 'NodePublishVolume', req);
     expect(r).toMatchObject({ code: 0 });
     // No waiting: the call's return is the guarantee the kubelet relies on.
-    expect(readdirSync(req.targetPath).sort()).toEqual([...ALL_FILE_NAMES].sort());
+    expect(readdirSync(req.targetPath).sort()).toEqual(project(p, DEFAULT_SETTINGS).map((f) => f.path).sort());
     for (const f of project(p, DEFAULT_SETTINGS)) {
       expect(readFileSync(path.join(req.targetPath, f.path))).toEqual(f.bytes);
       expect(statSync(path.join(req.targetPath, f.path)).mode & 0o7777).toBe(0o644);

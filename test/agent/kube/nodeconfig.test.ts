@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS, settingsFromLabels } from '../../../agent/kube/nodeconfig.ts';
 
 describe('settingsFromLabels', () => {
-  it('uses defaults when no label is set: not paused, both optional files on', () => {
-    expect(settingsFromLabels({})).toEqual({ settings: { paused: false, envFile: true, dependentsFile: true }, invalid: [] });
+  it('uses defaults when no label is set: not paused, the optional files on, owners not followed', () => {
+    expect(settingsFromLabels({})).toEqual({ settings: { paused: false, envFile: true, dependentsFile: true, nodeFile: true, followOwners: false }, invalid: [] });
   });
 
   it.each<{ labels: Record<string, string>; want: object }>([

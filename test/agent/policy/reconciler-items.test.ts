@@ -99,7 +99,7 @@ describe('a CSI volume of downwardAPI items', () => {
     k.reconciler.upsert(p);
     const items = parent(k.root, uid, 'podinfo');
     await k.reconciler.publish(uid, 'podinfo', items.target);
-    k.reconciler.setSettings({ paused: false, envFile: false, dependentsFile: false });
+    k.reconciler.setSettings({ paused: false, envFile: false, dependentsFile: false, nodeFile: false, followOwners: false });
     await k.reconciler.idle();
     expect(tree(items.dir)).toEqual(expected(p));
   });

@@ -7,13 +7,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProjectionError } from '../../../agent/common/errors.ts';
 import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../../agent/volume/writer.ts';
-import { ALL_FILE_NAMES, FILES, project } from '../../../projections/index.ts';
-import { owner, pod } from '../../support/fixtures.ts';
+import { ALL_FILE_NAMES, FILES } from '../../../projections/index.ts';
+import { allFiles, owner, pod } from '../../support/fixtures.ts';
 import { snapshot, tmpDir } from '../../support/tmpdir.ts';
 
 const UID = '11111111-2222-4333-8444-555555555555';
 const COMPONENTS = ['pods', UID, 'volumes', 'kubernetes.io~csi', 'podinfo', 'mount'];
-const files = () => project(pod({ owners: [owner()] }));
+const files = () => allFiles(pod({ owners: [owner()] }));
 const writer = new FsVolumeWriter();
 
 /** A kubelet root where the kubelet has made the volume's directory (the target's parent), and an outside tree. */

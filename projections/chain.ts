@@ -1,0 +1,62 @@
+// Files beyond the KEP: the pod's chain of controlling owners, the workload at its top,
+// and the pod's Node as an owner. Same discipline as the KEP file: each owner is Go's
+// encoding of metav1.OwnerReference, byte for byte (ownerreferences.ts).
+//
+//   controllerChain           {"kind":"ControllerChain","apiVersion":"ownerrefs.dev/v1",
+//                              "items":[<OwnerReference>, ...],          nearest first
+//                              "end":{"reason":"...","message":"..."}}  why the chain stops
+//   workloadOwnerReferences   [<top of the chain>], ready to paste (controller and
+//                              blockOwnerDeletion dropped, as in dependentOwnerReferences);
+//                              [] for a pod with no controller
+//   nodeOwnerReferences       [{"apiVersion":"v1","kind":"Node","name":...,"uid":...}]
+
+import { goArray, goObject, goString } from './gojson.ts';
+import { encodeOwner } from './ownerreferences.ts';
+import type { OwnerReference } from './types.ts';
+
+/**
+ * Why a chain stops where it does; a program reads `reason`, a person `message`.
+ *   Top             the last owner has no controller: it is the workload
+ *   NoController    the pod itself has no controlling owner (a bare pod)
+ *   Pending         the next owner is being read; the file is written again when it is
+ *   NotFound        the next owner does not exist (deleted: the garbage collector will act)
+ *   UIDMismatch     an object of that name exists with another UID (the GC's rule: the owner is gone)
+ *   KindNotFollowed the next owner's kind is not on the node's allow-list
+ *   NotServed       the API server does not serve that kind
+ *   Forbidden       the agent may not read that kind (RBAC)
+ *   Cycle           an owner appears twice
+ *   TooLong         more owners than the agent follows
+ *   Unavailable     reading the owner failed (retried)
+ */
+export type ChainEnd = 'Top' | 'NoController' | 'Pending' | 'NotFound' | 'UIDMismatch' | 'KindNotFollowed' | 'NotServed' | 'Forbidden' |
+  'Cycle' | 'TooLong' | 'Unavailable';
+
+export interface ControllerChain {
+  /** Controlling owner references, nearest first; item k is read from the object of item k-1 (item 0 from the pod). */
+  items: readonly OwnerReference[];
+  end: { reason: ChainEnd; message: string };
+}
+
+export interface NodeRef {
+  name: string;
+  uid: string;
+}
+
+export function renderChainJson(chain: ControllerChain): string {
+  return goObject([
+    ['kind', goString('ControllerChain')],
+    ['apiVersion', goString('ownerrefs.dev/v1')],
+    ['items', goArray(chain.items.map((o) => encodeOwner(o, true)))],
+    ['end', goObject([['reason', goString(chain.end.reason)], ['message', goString(chain.end.message)]])],
+  ]);
+}
+
+/** The workload: the chain's last item, if the chain reached its top; else [] (no guess). */
+export function renderWorkloadJson(chain: ControllerChain): string {
+  const top = chain.items.at(-1);
+  return goArray(top && chain.end.reason === 'Top' ? [encodeOwner(top, false)] : []);
+}
+
+export function renderNodeOwnerJson(node: NodeRef): string {
+  return goArray([encodeOwner({ apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid }, false)]);
+}
