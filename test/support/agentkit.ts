@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { afterEach } from 'vitest';
 import { VolumeDirWatcher } from '../../agent/volume/dirwatch.ts';
 import type { EventSink, InvolvedObject } from '../../agent/kube/events.ts';
+import type { OwnerMetadataCache } from '../../agent/kube/ownermeta.ts';
 import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
 import { Reconciler } from '../../agent/policy/reconciler.ts';
 import { FsVolumeWriter, TEMP_PREFIX } from '../../agent/volume/writer.ts';
@@ -43,7 +44,7 @@ afterEach(async () => {
 });
 
 /** `root`: an existing kubelet root (a restarted agent); default a fresh one. */
-export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDriver?: string; root?: string } = {}) {
+export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDriver?: string; root?: string; owners?: Pick<OwnerMetadataCache, 'lookup'> } = {}) {
   const root = opts.root ?? tmpDir('kubelet-');
   const events = new RecordingEvents();
   const { log, lines } = memoryLogger();
@@ -56,6 +57,7 @@ export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDrive
     metrics,
     ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
     ...(opts.csiDriver ? { csiDriver: opts.csiDriver } : {}),
+    ...(opts.owners ? { owners: opts.owners } : {}),
     dirs: (on) => new VolumeDirWatcher(root, on, (err) => log.error({ err }, 'watch error'), (n) => n.startsWith(TEMP_PREFIX)),
   });
   open.push(reconciler);

@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
+import { BUILTIN_KINDS, OwnerMetadataCache, parseFollowKinds, RETRY_MS } from '../../../agent/kube/ownermeta.ts';
+import { walkChain } from '../../../agent/policy/chain.ts';
+import { FakeClock } from '../../support/clock.ts';
+import { memoryLogger } from '../../support/agentkit.ts';
+import { owner } from '../../support/fixtures.ts';
+
+type Obj = { metadata: { uid: string; ownerReferences?: unknown[] } };
+
+/** An API server of owner objects by path; each GET is recorded with its Accept header. */
+function fakeApi(objects: Record<string, Obj | ApiError>) {
+  const gets: { path: string; accept: string | undefined }[] = [];
+  const pending: (() => void)[] = [];
+  let hold = false;
+  const api: ApiClient = {
+    json<T>(_m: string, path: string, _b?: unknown, _c?: string, accept?: string): Promise<T> {
+      gets.push({ path, accept });
+      const answer = () => {
+        const o = objects[path.split('?')[0]!];
+        return o instanceof ApiError ? Promise.reject(o) : o ? Promise.resolve(structuredClone(o) as T) : Promise.reject(new ApiError(404, 'NotFound', 'nf', undefined, 'x'));
+      };
+      if (!hold) return answer();
+      return new Promise<T>((resolve, reject) => pending.push(() => { answer().then(resolve, reject); }));
+    },
+    stream: () => Promise.reject(new Error('no')),
+  };
+  return { api, gets, objects, hold: (h: boolean) => { hold = h; }, release: () => { for (const p of pending.splice(0)) p(); } };
+}
+
+const RS = '/apis/apps/v1/namespaces/ns/replicasets/web-5d8f';
+const DEP = '/apis/apps/v1/namespaces/ns/deployments/web';
+const rs = owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5d8f', uid: 'rs-1' });
+const dep = owner({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'dep-1' });
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+function cache(api: ApiClient, clock = new FakeClock(), refreshMs = 60_000) {
+  const changed: string[] = [];
+  const forbidden: string[] = [];
+  const c = new OwnerMetadataCache({ client: api, kinds: BUILTIN_KINDS, refreshMs, clock, log: memoryLogger().log,
+    changed: (u) => changed.push(u), forbidden: (k) => forbidden.push(k) });
+  return { c, changed, forbidden, clock };
+}
+
+describe('OwnerMetadataCache', () => {
+  it('reads an owner once, metadata only, from the watch cache, and shares it with 2,000 pods', async () => {
+    const f = fakeApi({ [RS]: { metadata: { uid: 'rs-1', ownerReferences: [dep] } }, [DEP]: { metadata: { uid: 'dep-1' } } });
+    f.hold(true);
+    const { c, changed } = cache(f.api);
+    for (let i = 0; i < 2000; i++) expect(c.lookup('ns', rs)).toEqual({ state: 'pending' });
+    expect(f.gets).toEqual([{ path: `${RS}?resourceVersion=0`, accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1' }]);
+    f.release();
+    await flush();
+    expect(changed).toEqual(['rs-1']);
+    for (let i = 0; i < 2000; i++) walkChain('ns', [rs], (ns, r) => c.lookup(ns, r));
+    f.release();
+    await flush();
+    expect(f.gets.map((g) => g.path.split('?')[0])).toEqual([RS, DEP]);
+    expect(walkChain('ns', [rs], (ns, r) => c.lookup(ns, r)).chain.items.map((i) => i.name)).toEqual(['web-5d8f', 'web']);
+    c.close();
+  });
+
+  it('reads an owner in use again after the bound, and says when its own owner changed', async () => {
+    const f = fakeApi({ [RS]: { metadata: { uid: 'rs-1', ownerReferences: [dep] } } });
+    const { c, changed, clock } = cache(f.api);
+    c.lookup('ns', rs);
+    await flush();
+    f.objects[RS] = { metadata: { uid: 'rs-1', ownerReferences: [] } }; // orphaned (--cascade=orphan)
+    clock.advance(30_000);
+    c.lookup('ns', rs); // in use
+    clock.advance(45_000); // 1.25x the bound since the read
+    await flush();
+    expect(f.gets).toHaveLength(2);
+    expect(changed).toEqual(['rs-1', 'rs-1']);
+    expect(c.lookup('ns', rs)).toEqual({ state: 'ok', ownerReferences: [] });
+    c.close();
+  });
+
+  it('drops an owner nobody used for two bounds', async () => {
+    const f = fakeApi({ [RS]: { metadata: { uid: 'rs-1' } } });
+    const { c, clock } = cache(f.api);
+    c.lookup('ns', rs);
+    await flush();
+    clock.advance(150_000);
+    expect(c.size).toBe(0);
+    c.close();
+  });
+
+  it.each([
+    { what: 'a deleted owner', answer: new ApiError(404, 'NotFound', 'nf', undefined, 'web-5d8f'), reason: 'NotFound' },
+    { what: 'an unserved kind', answer: new ApiError(404, 'NotFound', 'the server could not find the requested resource'), reason: 'NotServed' },
+    { what: 'no RBAC for the kind', answer: new ApiError(403, 'Forbidden', 'no'), reason: 'Forbidden' },
+    { what: 'another object with the name', answer: { metadata: { uid: 'rs-2' } }, reason: 'UIDMismatch' },
+    { what: 'an API server error', answer: new ApiError(500, 'InternalError', 'boom'), reason: 'Unavailable' },
+  ])('answers $what with $reason', async ({ answer, reason }) => {
+    const f = fakeApi({ [RS]: answer });
+    const { c, forbidden } = cache(f.api);
+    c.lookup('ns', rs);
+    await flush();
+    expect(c.lookup('ns', rs)).toMatchObject({ state: 'error', reason });
+    expect(forbidden).toEqual(reason === 'Forbidden' ? ['ReplicaSet'] : []);
+    c.close();
+  });
+
+  it('retries an Unavailable owner soon, not after the whole bound', async () => {
+    const f = fakeApi({ [RS]: new ApiError(500, 'InternalError', 'boom') });
+    const { c, clock } = cache(f.api);
+    c.lookup('ns', rs);
+    await flush();
+    f.objects[RS] = { metadata: { uid: 'rs-1' } };
+    clock.advance(RETRY_MS + 15_000);
+    await flush();
+    expect(c.lookup('ns', rs)).toEqual({ state: 'ok', ownerReferences: [] });
+    c.close();
+  });
+
+  it('does not read kinds off the allow-list', () => {
+    const f = fakeApi({});
+    const { c } = cache(f.api);
+    expect(c.lookup('ns', owner({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout' }))).toMatchObject({ state: 'error', reason: 'KindNotFollowed' });
+    expect(c.lookup('ns', owner({ apiVersion: 'v1', kind: 'Secret' }))).toMatchObject({ state: 'error', reason: 'KindNotFollowed' });
+    expect(f.gets).toEqual([]);
+    c.close();
+  });
+});
+
+describe('parseFollowKinds', () => {
+  it('reads group/version/Kind=resource lists', () => {
+    expect(parseFollowKinds('argoproj.io/v1alpha1/Rollout=rollouts, example.com/v1/Widget=widgets')).toEqual([
+      { group: 'argoproj.io', version: 'v1alpha1', kind: 'Rollout', resource: 'rollouts' },
+      { group: 'example.com', version: 'v1', kind: 'Widget', resource: 'widgets' },
+    ]);
+  });
+  it.each(['Rollout', 'argoproj.io/v1/rollout=rollouts', 'a/v1/K=../secrets', 'a/v1/K='])('refuses %j', (bad) => {
+    expect(() => parseFollowKinds(bad)).toThrow(/group\/version\/Kind=resource/);
+  });
+});

@@ -1,0 +1,109 @@
+// Files beyond the KEP through the reconciler: the Node as owner, and the controller chain
+// on a node that follows owners, kept current as owners are read and change.
+
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { BUILTIN_KINDS, OwnerMetadataCache } from '../../../agent/kube/ownermeta.ts';
+import { realClock } from '../../../agent/common/clock.ts';
+import { FILES } from '../../../projections/index.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
+import { agentKit, memoryLogger } from '../../support/agentkit.ts';
+import { owner, pod } from '../../support/fixtures.ts';
+import { makeVolume } from '../../support/tmpdir.ts';
+
+const RS = '/apis/apps/v1/namespaces/default/replicasets/web-5d8f';
+const DEP = '/apis/apps/v1/namespaces/default/deployments/web';
+const rs = owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5d8f', uid: 'rs-1' });
+const dep = owner({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'dep-1' });
+const FOLLOW = { ...DEFAULT_SETTINGS, followOwners: true };
+
+function world() {
+  const objects: Record<string, unknown> = { [RS]: { metadata: { uid: 'rs-1', ownerReferences: [dep] } }, [DEP]: { metadata: { uid: 'dep-1' } } };
+  const gets: string[] = [];
+  const api: ApiClient = {
+    json<T>(_m: string, p: string): Promise<T> {
+      gets.push(p.split('?')[0]!);
+      const o = objects[p.split('?')[0]!];
+      return o ? Promise.resolve(structuredClone(o) as T) : Promise.reject(new ApiError(404, 'NotFound', 'nf', undefined, 'x'));
+    },
+    stream: () => Promise.reject(new Error('no')),
+  };
+  return { api, objects, gets };
+}
+
+function kit(refreshMs = 60_000) {
+  const w = world();
+  let onChange = (_uid: string) => {};
+  const cache = new OwnerMetadataCache({ client: w.api, kinds: BUILTIN_KINDS, refreshMs, clock: realClock, log: memoryLogger().log, changed: (u) => onChange(u) });
+  const k = agentKit({ owners: cache });
+  onChange = (u) => k.reconciler.ownerChanged(u);
+  return { ...w, k, cache };
+}
+
+const read = (vol: string, name: string) => (existsSync(path.join(vol, name)) ? readFileSync(path.join(vol, name), 'utf8') : undefined);
+
+describe('files beyond the KEP', () => {
+  it('nodeOwnerReferences names the Node once it is known, and goes when the label turns it off', async () => {
+    const k = agentKit();
+    const p = pod();
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await k.reconciler.idle();
+    expect(read(vol, FILES.node)).toBeUndefined();
+    k.reconciler.setNode({ name: 'worker-1', uid: 'n-1' });
+    await waitFor(() => read(vol, FILES.node) === '[{"apiVersion":"v1","kind":"Node","name":"worker-1","uid":"n-1"}]' || undefined);
+    k.reconciler.setSettings({ ...DEFAULT_SETTINGS, nodeFile: false });
+    await waitFor(() => read(vol, FILES.node) === undefined || undefined);
+  });
+
+  it('following owners: the chain reaches the Deployment after one read of each owner, and the workload file names it', async () => {
+    const { k, gets, cache } = kit();
+    k.reconciler.setSettings(FOLLOW);
+    const p = pod({ owners: [rs] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(() => read(vol, FILES.workload) === '[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"dep-1"}]' || undefined, { describe: 'the workload file' });
+    expect(JSON.parse(read(vol, FILES.chain)!)).toMatchObject({ items: [{ kind: 'ReplicaSet' }, { kind: 'Deployment' }], end: { reason: 'Top' } });
+    expect(gets).toEqual([RS, DEP]);
+    cache.close();
+  });
+
+  it('2,000 pods of one ReplicaSet cost two reads on the node', async () => {
+    const { k, gets, cache } = kit();
+    k.reconciler.setSettings(FOLLOW);
+    for (let i = 0; i < 2000; i++) k.reconciler.upsert(pod({ owners: [rs] }));
+    await waitFor(() => gets.length === 2 || undefined);
+    await k.reconciler.idle();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gets).toEqual([RS, DEP]);
+    cache.close();
+  });
+
+  it("an owner's own change of owner reaches the files when it is read again", async () => {
+    const { k, objects, cache } = kit(1_000);
+    k.reconciler.setSettings(FOLLOW);
+    const p = pod({ owners: [rs] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(() => read(vol, FILES.workload)?.includes('"Deployment"') || undefined);
+    objects[RS] = { metadata: { uid: 'rs-1', ownerReferences: [] } }; // kubectl delete deployment --cascade=orphan
+    await waitFor(() => read(vol, FILES.workload)?.includes('"ReplicaSet"') || undefined, { describe: 'the top moves to the ReplicaSet', timeoutMs: 10_000 });
+    cache.close();
+  });
+
+  it('turning following off removes the chain files; the KEP file stays', async () => {
+    const { k, cache } = kit();
+    k.reconciler.setSettings(FOLLOW);
+    const p = pod({ owners: [rs] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(() => read(vol, FILES.chain) || undefined);
+    k.reconciler.setSettings(DEFAULT_SETTINGS);
+    await waitFor(() => (read(vol, FILES.chain) === undefined && read(vol, FILES.workload) === undefined) || undefined);
+    expect(read(vol, FILES.ownerReferences)).toContain('"ReplicaSet"');
+    cache.close();
+  });
+});

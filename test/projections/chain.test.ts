@@ -1,0 +1,53 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson } from '../../projections/chain.ts';
+import { FILES, project, type ControllerChain } from '../../projections/index.ts';
+import { HOSTILE_STRINGS, owner, pod } from '../support/fixtures.ts';
+import { buildOracle, goMarshal } from '../support/gooracle.ts';
+
+beforeAll(() => buildOracle(), 120_000);
+
+const rs = owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5d8f', uid: 'rs-1' });
+const dep = owner({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'dep-1', blockOwnerDeletion: undefined });
+/** Go's encoding of the owners, as the KEP file's items hold it. */
+const goItems = (owners: Parameters<typeof goMarshal>[0]) => goMarshal(owners).replace(/^\{"kind":"OwnerReference","apiVersion":"meta\/v1","items":/, '').slice(0, -1);
+
+describe('controllerChain', () => {
+  it.each([
+    { name: 'a Deployment chain', chain: { items: [rs, dep], end: { reason: 'Top', message: 'Deployment web has no controlling owner' } } },
+    { name: 'a bare pod', chain: { items: [], end: { reason: 'NoController', message: 'the pod has no controlling owner' } } },
+    ...HOSTILE_STRINGS.map((s) => ({ name: `hostile ${JSON.stringify(s)}`, chain: { items: [owner({ name: s, kind: s })], end: { reason: 'NotFound', message: s } } })),
+  ] as { name: string; chain: ControllerChain }[])('is Go encoding of each owner, in a documented wrapper: $name', ({ chain }) => {
+    const text = renderChainJson(chain);
+    expect(text).toBe(`{"kind":"ControllerChain","apiVersion":"ownerrefs.dev/v1","items":${goItems(chain.items)},"end":{"reason":${JSON.stringify(chain.end.reason)},"message":${goItems([owner({ name: chain.end.message })]).match(/"name":("(?:[^"\\]|\\.)*")/)![1]}}}`);
+    expect(JSON.parse(text)).toMatchObject({ items: chain.items.map((i) => ({ uid: i.uid })), end: { reason: chain.end.reason } });
+  });
+});
+
+describe('workloadOwnerReferences', () => {
+  it('is the top of a chain that reached it, ready to paste (no controller, no blockOwnerDeletion)', () => {
+    expect(renderWorkloadJson({ items: [rs, dep], end: { reason: 'Top', message: '' } })).toBe('[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"dep-1"}]');
+  });
+  it.each(['Pending', 'NotFound', 'KindNotFollowed', 'Forbidden', 'Cycle', 'TooLong'] as const)('is [] when the chain ended with %s: no guess', (reason) => {
+    expect(renderWorkloadJson({ items: [rs], end: { reason, message: '' } })).toBe('[]');
+  });
+});
+
+describe('nodeOwnerReferences', () => {
+  it('names the Node, ready to paste', () => {
+    expect(renderNodeOwnerJson({ name: 'worker-1', uid: 'n-1' })).toBe('[{"apiVersion":"v1","kind":"Node","name":"worker-1","uid":"n-1"}]');
+  });
+});
+
+describe('project with the context', () => {
+  const p = pod({ owners: [rs] });
+  const chain: ControllerChain = { items: [rs, dep], end: { reason: 'Top', message: '' } };
+  it('writes the node file when on and the Node is known, and the chain files only when following', () => {
+    const names = (o: Parameters<typeof project>[1], ctx: Parameters<typeof project>[2]) => project(p, o, ctx).map((f) => f.path);
+    const all = { envFile: true, dependentsFile: true, nodeFile: true, followOwners: true };
+    expect(names(all, { node: { name: 'n', uid: 'u' }, chain })).toEqual([FILES.env, FILES.dependents, FILES.node, FILES.chain, FILES.workload, FILES.ownerReferences]);
+    expect(names({ ...all, followOwners: false }, { node: { name: 'n', uid: 'u' }, chain })).not.toContain(FILES.chain);
+    expect(names({ ...all, nodeFile: false }, { node: { name: 'n', uid: 'u' } })).not.toContain(FILES.node);
+    expect(names(all, {})).toEqual([FILES.env, FILES.dependents, FILES.ownerReferences]);
+    expect(project(p, all, { chain }).at(-1)!.path).toBe(FILES.ownerReferences); // still last: apps wait for it
+  });
+});
