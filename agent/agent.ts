@@ -43,7 +43,8 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   const owners = new OwnerMetadataCache({
     client, kinds: [...BUILTIN_KINDS, ...cfg.followKinds], refreshMs: cfg.ownerRefreshMs, clock: realClock, log,
     changed: (uid) => reconciler.ownerChanged(uid),
-    observe: (kind, outcome) => metrics.ownerReads.inc({ kind, code: outcome }),
+    inUse: (uid) => reconciler.ownerInUse(uid),
+    observe: (kind, outcome, why) => metrics.ownerReads.inc({ kind, code: outcome, why }),
     forbidden: (kind, message) => events.warn({ kind: 'Node', name: cfg.nodeName }, REASON_FOLLOW_FORBIDDEN, `following ${kind} owners: ${message}`),
   });
   const reconciler: Reconciler = new Reconciler({

@@ -8,9 +8,10 @@
 //             allow-list only, each of which the agent may `get` by its own ClusterRole
 //             (rbac-follow-owners.yaml). 404 with a name: NotFound; without: NotServed; 403:
 //             Forbidden; other failures: Unavailable, retried after RETRY_MS.
-//   refresh   an entry still in use is read again REFRESH after its last read (a sweep every
-//             quarter of it): an owner's own change of owner reaches the files within 1.25x
-//             the bound. An entry nobody used for two bounds is dropped.
+//   refresh   an entry still in use (a tracked pod's chain passes through it, or it was looked
+//             up lately) is read again REFRESH after its last read (a sweep every quarter of
+//             it): an owner's own change of owner reaches the files within 1.25x the bound.
+//             An entry out of use for two bounds is dropped.
 //   changed   called with the owner's UID when an answer differs from the one before; the
 //             reconciler renders the pods whose chain passes through it again.
 
@@ -74,10 +75,12 @@ export interface OwnerMetadataOptions {
   clock: Clock;
   log: Logger;
   changed(ownerUid: string): void;
-  /** Each GET, by kind and outcome (metrics). */
-  observe?(kind: string, outcome: string): void;
+  /** Each GET, by kind, outcome and why: `new` (first sight of the owner on this node) or `refresh`. */
+  observe?(kind: string, outcome: string, why: 'new' | 'refresh'): void;
   /** A kind the agent may not read: the operator must act (an Event on the Node). */
   forbidden?(kind: string, message: string): void;
+  /** True while some tracked pod's chain passes through the owner (kept and refreshed even if not looked up since). */
+  inUse?(ownerUid: string): boolean;
 }
 
 export class OwnerMetadataCache {
@@ -130,12 +133,14 @@ export class OwnerMetadataCache {
   #sweep(): void {
     const now = this.#o.clock.now();
     for (const [uid, e] of this.#entries) {
+      if (this.#o.inUse?.(uid)) e.usedAt = now;
       if (now - e.usedAt > 2 * this.#o.refreshMs) this.#entries.delete(uid);
       else if (!e.inFlight && now - e.fetchedAt >= (e.answer.state === 'error' && e.answer.reason === 'Unavailable' ? RETRY_MS : this.#o.refreshMs)) this.#fetch(e);
     }
   }
 
   #fetch(e: Entry): void {
+    const why = e.fetchedAt === 0 ? 'new' : 'refresh';
     e.inFlight = true;
     const k = e.kind;
     const base = k.group ? `/apis/${k.group}/${k.version}` : `/api/${k.version}`;
@@ -145,31 +150,31 @@ export class OwnerMetadataCache {
         const uid = obj.metadata?.uid ?? '';
         this.#settle(e, uid === e.ref.uid
           ? { state: 'ok', ownerReferences: obj.metadata?.ownerReferences ?? [] }
-          : { state: 'error', reason: 'UIDMismatch', message: `${k.kind} ${e.namespace}/${e.ref.name} has UID ${uid}, not ${e.ref.uid}: the owner the reference names is gone` }, 'ok');
+          : { state: 'error', reason: 'UIDMismatch', message: `${k.kind} ${e.namespace}/${e.ref.name} is another object than UID ${e.ref.uid}: the owner the reference names is gone` }, 'ok', why);
       },
       (err: unknown) => {
         const status = err instanceof ApiError ? err.status : 0;
         const what = `${k.kind} ${e.namespace}/${e.ref.name}`;
         if (status === 404 && (err as ApiError).detailsName !== undefined) {
-          this.#settle(e, { state: 'error', reason: 'NotFound', message: `${what} does not exist (deleted: the garbage collector acts on its dependents)` }, '404');
+          this.#settle(e, { state: 'error', reason: 'NotFound', message: `${what} does not exist (deleted: the garbage collector acts on its dependents)` }, '404', why);
         } else if (status === 404) {
-          this.#settle(e, { state: 'error', reason: 'NotServed', message: `the API server does not serve ${k.resource}.${k.group || 'core'}/${k.version}` }, '404');
+          this.#settle(e, { state: 'error', reason: 'NotServed', message: `the API server does not serve ${k.resource}.${k.group || 'core'}/${k.version}` }, '404', why);
         } else if (status === 403) {
           const message = `the agent may not get ${k.resource}.${k.group || 'core'}: apply rbac-follow-owners.yaml (or add the kind to it)`;
-          this.#settle(e, { state: 'error', reason: 'Forbidden', message }, '403');
+          this.#settle(e, { state: 'error', reason: 'Forbidden', message }, '403', why);
           this.#o.forbidden?.(k.kind, message);
         } else {
           this.#o.log.warn({ [F.err]: String(err), [F.resource]: k.resource }, 'reading an owner failed; retrying');
-          this.#settle(e, { state: 'error', reason: 'Unavailable', message: `reading ${what} failed: ${String(err)}` }, status ? String(status) : 'error');
+          this.#settle(e, { state: 'error', reason: 'Unavailable', message: `reading ${what} failed: ${String(err)}` }, status ? String(status) : 'error', why);
         }
       },
     );
   }
 
-  #settle(e: Entry, answer: OwnerLookup, outcome: string): void {
+  #settle(e: Entry, answer: OwnerLookup, outcome: string, why: 'new' | 'refresh'): void {
     e.inFlight = false;
-    e.fetchedAt = this.#o.clock.now();
-    this.#o.observe?.(e.kind.kind, outcome);
+    e.fetchedAt = Math.max(1, this.#o.clock.now());
+    this.#o.observe?.(e.kind.kind, outcome, why);
     if (this.#closed || this.#entries.get(e.ref.uid) !== e) return;
     const before = JSON.stringify(e.answer);
     e.answer = answer;

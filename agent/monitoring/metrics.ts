@@ -29,8 +29,8 @@ export class AgentMetrics {
 
   readonly ownerReads = new Counter({
     name: 'ownerrefs_owner_reads_total',
-    help: 'Metadata-only reads of pods\' owners (nodes that follow owners), by kind and outcome (ok or the status code).',
-    labelNames: ['kind', 'code'] as const,
+    help: 'Metadata-only reads of pods\' owners (nodes that follow owners), by kind, outcome (ok or the status code) and why (new: first sight on this node; refresh).',
+    labelNames: ['kind', 'code', 'why'] as const,
     registers: [this.registry],
   });
 

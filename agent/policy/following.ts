@@ -47,6 +47,10 @@ export class OwnerFollowing {
     return [...this.#dependents.get(ownerUid) ?? []];
   }
 
+  hasDependents(ownerUid: string): boolean {
+    return (this.#dependents.get(ownerUid)?.size ?? 0) > 0;
+  }
+
   forget(uid: string): void {
     this.#record(uid, []);
   }

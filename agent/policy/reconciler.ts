@@ -178,6 +178,11 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     if (this.#following.setNode(node)) this.#revisitAll();
   }
 
+  /** True while some tracked pod's chain passes through this owner. */
+  ownerInUse(ownerUid: string): boolean {
+    return this.#following.hasDependents(ownerUid);
+  }
+
   /** An owner's metadata changed (or was first read): render the pods whose chain passes through it. */
   ownerChanged(ownerUid: string): void {
     for (const uid of this.#following.dependentsOf(ownerUid)) {

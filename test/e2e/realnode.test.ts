@@ -157,9 +157,9 @@ describe(CONTAINERS ? 'on a real node (kubelet, containerd, runc)' : 'on a hollo
     expect(await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences.env'])).toMatch(/^OWNER_REFERENCES=/);
     const listed = async () => (await e.exec(pod, ['ls', '/etc/podinfo'])).split(/\s+/).filter(Boolean);
     await label({ 'ownerrefs.dev/env-file': 'false', 'ownerrefs.dev/dependents-file': 'false' });
-    await e.waitFor(async () => (await listed()).join() === 'ownerReferences' || undefined, 'only ownerReferences left in the container\'s view');
+    await e.waitFor(async () => (await listed()).join() === 'nodeOwnerReferences,ownerReferences' || undefined, 'only ownerReferences (and the Node file) left in the container\'s view');
     await label({ 'ownerrefs.dev/env-file': 'true' });
-    await e.waitFor(async () => (await listed()).join() === 'ownerReferences,ownerReferences.env' || undefined, 'the env file back, dependents still off');
+    await e.waitFor(async () => (await listed()).join() === 'nodeOwnerReferences,ownerReferences,ownerReferences.env' || undefined, 'the env file back, dependents still off');
     // An invalid value: a Warning Event on the Node, and the last good setting kept.
     await label({ 'ownerrefs.dev/env-file': 'maybe' });
     const ev = await e.waitFor(async () => (await e.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${e.node.name}` }))

@@ -58,11 +58,11 @@ describe('hostile pods on the node', () => {
       expect(ev).toMatchObject({ type: 'Warning', involvedObject: { kind: 'Pod', uid: pod.metadata!.uid }, source: { component: 'ownerrefs-agent' } });
       expect(ev.message!.length).toBeLessThanOrEqual(1024);
     }
-    // The whole kubelet root holds nothing but the agent's kubeconfig, our decoy, and the good pod's three files.
+    // The whole kubelet root holds nothing but the agent's kubeconfig, our decoy, and the good pod's four files.
     const goodVol = e.kubelet.volumeDir(good.metadata!.uid!, 'podinfo');
     expect(nonDirectories(root)).toEqual([
       path.join(root, 'agent.kubeconfig'), path.join(root, 'decoy', 'sentinel'),
-      ...['dependentOwnerReferences', 'ownerReferences', 'ownerReferences.env'].map((f) => path.join(goodVol, f)),
+      ...['dependentOwnerReferences', 'nodeOwnerReferences', 'ownerReferences', 'ownerReferences.env'].map((f) => path.join(goodVol, f)),
     ].sort());
     expect(readFileSync(path.join(root, 'decoy', 'sentinel'), 'utf8')).toBe('decoy');
   });

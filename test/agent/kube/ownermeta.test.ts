@@ -76,6 +76,21 @@ describe('OwnerMetadataCache', () => {
     c.close();
   });
 
+  it('keeps reading an owner a tracked pod still depends on, though nobody looked it up', async () => {
+    const f = fakeApi({ [RS]: { metadata: { uid: 'rs-1', ownerReferences: [dep] } } });
+    const changed: string[] = [];
+    const clock = new FakeClock();
+    const c = new OwnerMetadataCache({ client: f.api, kinds: BUILTIN_KINDS, refreshMs: 60_000, clock, log: memoryLogger().log,
+      changed: (u) => changed.push(u), inUse: (u) => u === 'rs-1' });
+    c.lookup('ns', rs);
+    await flush();
+    f.objects[RS] = { metadata: { uid: 'rs-1', ownerReferences: [] } };
+    for (let i = 0; i < 20; i++) { clock.advance(15_000); await flush(); } // five bounds, no lookups
+    expect(c.size).toBe(1);
+    expect(changed).toEqual(['rs-1', 'rs-1']);
+    c.close();
+  });
+
   it('drops an owner nobody used for two bounds', async () => {
     const f = fakeApi({ [RS]: { metadata: { uid: 'rs-1' } } });
     const { c, clock } = cache(f.api);
