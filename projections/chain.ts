@@ -27,9 +27,10 @@ import type { OwnerReference } from './types.ts';
  *   Cycle           an owner appears twice
  *   TooLong         more owners than the agent follows
  *   Unavailable     reading the owner failed (retried)
+ *   NotFollowed     (a volume item asked for the chain) this node does not follow owners
  */
 export type ChainEnd = 'Top' | 'NoController' | 'Pending' | 'NotFound' | 'UIDMismatch' | 'KindNotFollowed' | 'NotServed' | 'Forbidden' |
-  'Cycle' | 'TooLong' | 'Unavailable';
+  'Cycle' | 'TooLong' | 'Unavailable' | 'NotFollowed';
 
 export interface ControllerChain {
   /** Controlling owner references, nearest first; item k is read from the object of item k-1 (item 0 from the pod). */

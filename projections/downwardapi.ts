@@ -14,11 +14,23 @@
 // dividing by the divisor, limits falling back to the node's allocatable.
 
 import { formatMap } from './goquote.ts';
+import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rational } from './quantity.ts';
 import type { OwnerReference, ProjectedFile } from './types.ts';
 
 export const OWNER_REFERENCES_FIELD = 'metadata.ownerReferences';
+/**
+ * Beyond the KEP, for volume items only: the files of chain.ts under field paths of our
+ * own. The webhook moves a volume that names any of these (or the KEP's) to the agent.
+ */
+export const EXTENSION_FIELDS = {
+  chain: 'ownerrefs.dev/controllerChain',
+  workload: 'ownerrefs.dev/workloadOwnerReferences',
+  node: 'ownerrefs.dev/nodeOwnerReferences',
+} as const;
+/** Field paths only the agent serves: a volume with one of them is the agent's. */
+export const AGENT_FIELDS: readonly string[] = [OWNER_REFERENCES_FIELD, ...Object.values(EXTENSION_FIELDS)];
 /** What the API server defaults defaultMode to (0644). */
 export const DEFAULT_MODE = 0o644;
 /** Bounds on hostile input; the kubelet's own limits are 4096 bytes per path, 255 per name. */
@@ -58,7 +70,7 @@ export interface DownwardPod {
   spec?: { containers?: readonly ContainerView[] | null; initContainers?: readonly ContainerView[] | null } | undefined;
 }
 
-const FIELDS = new Set(['metadata.name', 'metadata.namespace', 'metadata.labels', 'metadata.annotations', 'metadata.uid', OWNER_REFERENCES_FIELD]);
+const FIELDS = new Set(['metadata.name', 'metadata.namespace', 'metadata.labels', 'metadata.annotations', 'metadata.uid', ...AGENT_FIELDS]);
 const RESOURCES = new Set(['limits.cpu', 'limits.memory', 'limits.ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage']);
 const HUGEPAGES = ['requests.hugepages-', 'limits.hugepages-'];
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
@@ -201,12 +213,20 @@ export class DownwardAPIError extends Error {
   override readonly name = 'DownwardAPIError';
 }
 
+/** What the extension fields read: the pod's Node and, on a node that follows owners, its chain. */
+export interface ExtensionContext {
+  node?: NodeRef | undefined;
+  chain?: ControllerChain | undefined;
+}
+
+const NOT_FOLLOWED: ControllerChain = { items: [], end: { reason: 'NotFollowed', message: 'this node does not follow owners (node label ownerrefs.dev/follow-owners=true turns it on)' } };
+
 /** The files of a valid source (see checkSource), in item order, the last item winning a repeated path. */
-export function renderDownwardAPI(pod: DownwardPod, src: DownwardAPISource, allocatable: ResourceList = {}): ProjectedFile[] {
+export function renderDownwardAPI(pod: DownwardPod, src: DownwardAPISource, allocatable: ResourceList = {}, ctx: ExtensionContext = {}): ProjectedFile[] {
   const byPath = new Map<string, ProjectedFile>();
   const defaultMode = src.defaultMode ?? DEFAULT_MODE;
   for (const item of src.items ?? []) {
-    const text = item.fieldRef ? fieldValue(pod, item.fieldRef.fieldPath) : resourceValue(pod, item.resourceFieldRef!, allocatable);
+    const text = item.fieldRef ? fieldValue(pod, item.fieldRef.fieldPath, ctx) : resourceValue(pod, item.resourceFieldRef!, allocatable);
     const path = cleanPath(item.path);
     byPath.delete(path);
     byPath.set(path, { path, bytes: Buffer.from(text, 'utf8'), mode: item.mode ?? defaultMode });
@@ -214,7 +234,7 @@ export function renderDownwardAPI(pod: DownwardPod, src: DownwardAPISource, allo
   return [...byPath.values()];
 }
 
-function fieldValue(pod: DownwardPod, fieldPath: string): string {
+function fieldValue(pod: DownwardPod, fieldPath: string, ctx: ExtensionContext): string {
   const m = pod.metadata ?? {};
   const sub = splitSubscript(fieldPath);
   if (sub) return (sub[0] === 'metadata.labels' ? m.labels : m.annotations)?.[sub[1]] ?? '';
@@ -225,6 +245,9 @@ function fieldValue(pod: DownwardPod, fieldPath: string): string {
     case 'metadata.labels': return formatMap(m.labels);
     case 'metadata.annotations': return formatMap(m.annotations);
     case OWNER_REFERENCES_FIELD: return renderOwnerReferencesJson(m.ownerReferences ?? []);
+    case EXTENSION_FIELDS.chain: return renderChainJson(ctx.chain ?? NOT_FOLLOWED);
+    case EXTENSION_FIELDS.workload: return renderWorkloadJson(ctx.chain ?? NOT_FOLLOWED);
+    case EXTENSION_FIELDS.node: return ctx.node ? renderNodeOwnerJson(ctx.node) : '[]';
     default: throw new DownwardAPIError(`unsupported fieldPath ${JSON.stringify(fieldPath)}`);
   }
 }

@@ -50,7 +50,7 @@ export function admit(pod: PodView, o: AdmissionOptions): Admission {
   const size = files.reduce((n, f) => n + f.bytes.length, 0);
   const tooLarge = size > o.maxBytes ? new ProjectionError('TooLarge',
     `the pod's ownerReferences render to ${size} bytes, over the agent's limit of ${o.maxBytes}; files are left as they were`) : undefined;
-  const volumeFiles = o.csiDriver === undefined ? new Map() : itemVolumes(pod, o.csiDriver, o.allocatable ?? {}, o.maxBytes);
+  const volumeFiles = o.csiDriver === undefined ? new Map() : itemVolumes(pod, o.csiDriver, o.allocatable ?? {}, o.maxBytes, o.context ?? {});
   const refused = [...volumeFiles.values()].filter((v): v is ProjectionError => v instanceof ProjectionError);
   return {
     optedIn: optedIn(pod) || usesCsiDriver(pod, o.csiDriver),
@@ -65,7 +65,7 @@ export function admit(pod: PodView, o: AdmissionOptions): Admission {
  * attribute is pod-author input (the webhook checked it, but it can be written by hand),
  * so it is checked again here; a volume whose items cannot be served gets nothing.
  */
-function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, maxBytes: number): Map<string, ProjectedFile[] | ProjectionError> {
+function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, maxBytes: number, ctx: ProjectionContext): Map<string, ProjectedFile[] | ProjectionError> {
   const out = new Map<string, ProjectedFile[] | ProjectionError>();
   const containers = [...pod.spec?.containers ?? [], ...pod.spec?.initContainers ?? []].flatMap((c) => (c.name ? [c.name] : []));
   for (const v of pod.spec?.volumes ?? []) {
@@ -85,7 +85,7 @@ function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, ma
       continue;
     }
     try {
-      const files = renderDownwardAPI(pod, src as DownwardAPISource, allocatable);
+      const files = renderDownwardAPI(pod, src as DownwardAPISource, allocatable, ctx);
       const size = files.reduce((n, f) => n + f.bytes.length, 0);
       if (size > maxBytes) out.set(v.name, new ProjectionError('TooLarge', `the items render to ${size} bytes, over the agent's limit of ${maxBytes}`, { volume: v.name }));
       else out.set(v.name, files);

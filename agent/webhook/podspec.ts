@@ -17,7 +17,7 @@
 // server's validation never sees the moved items), and what cannot be served is refused
 // with a message that says what to write instead.
 
-import { checkFieldRef, checkSource, OWNER_REFERENCES_FIELD, type DownwardAPISource } from '../../projections/downwardapi.ts';
+import { AGENT_FIELDS, checkFieldRef, checkSource, OWNER_REFERENCES_FIELD, type DownwardAPISource } from '../../projections/downwardapi.ts';
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { DRIVER_NAME } from '../csi/driver.ts';
@@ -54,12 +54,9 @@ export function pointer(...parts: (string | number)[]): string {
   return parts.map((p) => '/' + String(p).replaceAll('~', '~0').replaceAll('/', '~1')).join('');
 }
 
-function isOwnersRef(ref: unknown): boolean {
-  return isRecord(ref) && ref.fieldPath === OWNER_REFERENCES_FIELD;
-}
-
+/** A downwardAPI source naming a field only the agent serves (the KEP's, or ours beyond it). */
 function hasOwnersItem(src: unknown): boolean {
-  return isRecord(src) && list(src.items).some((i) => isRecord(i) && isOwnersRef(i.fieldRef));
+  return isRecord(src) && list(src.items).some((i) => isRecord(i) && isRecord(i.fieldRef) && AGENT_FIELDS.includes(i.fieldRef.fieldPath as string));
 }
 
 /** True when the spec uses the KEP syntax anywhere (or a template's env encoding, when `templateEnv`). */

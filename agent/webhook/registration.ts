@@ -6,7 +6,7 @@
 // without waiting on the webhook, and without it when it is down. For the objects that
 // match, failurePolicy is Fail: without the rewrite the API server refuses them anyway.
 
-import { OWNER_REFERENCES_FIELD } from '../../projections/downwardapi.ts';
+import { AGENT_FIELDS, OWNER_REFERENCES_FIELD } from '../../projections/downwardapi.ts';
 import { TEMPLATE_ENV_FIELD } from './podspec.ts';
 
 export const CONFIG_NAME = 'ownerrefs.dev';
@@ -20,7 +20,8 @@ export function specUses(s: string, templateEnv: boolean): string {
   const fields = templateEnv ? `[${q(OWNER_REFERENCES_FIELD)}, ${q(TEMPLATE_ENV_FIELD)}]` : `[${q(OWNER_REFERENCES_FIELD)}]`;
   const env = (list: string) =>
     `(has(${s}.${list}) && ${s}.${list}.exists(c, has(c.env) && c.env.exists(e, has(e.valueFrom) && has(e.valueFrom.fieldRef) && e.valueFrom.fieldRef.fieldPath in ${fields})))`;
-  const items = (src: string) => `has(${src}.items) && ${src}.items.exists(i, has(i.fieldRef) && i.fieldRef.fieldPath == ${q(OWNER_REFERENCES_FIELD)})`;
+  const volumeFields = `[${AGENT_FIELDS.map(q).join(', ')}]`;
+  const items = (src: string) => `has(${src}.items) && ${src}.items.exists(i, has(i.fieldRef) && i.fieldRef.fieldPath in ${volumeFields})`;
   const volumes = `(has(${s}.volumes) && ${s}.volumes.exists(v, (has(v.downwardAPI) && ${items('v.downwardAPI')}) || ` +
     `(has(v.projected) && has(v.projected.sources) && v.projected.sources.exists(p, has(p.downwardAPI) && ${items('p.downwardAPI')}))))`;
   return [env('containers'), env('initContainers'), env('ephemeralContainers'), volumes].join(' || ');

@@ -129,7 +129,7 @@ describe('following owners (controllerChain, workloadOwnerReferences) and the No
     expect(e.file(pod!, 'workloadOwnerReferences')).toBe('[]');
     const ev = await waitFor(async () => (await e.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${e.nodeName}` }))
       .items.find((x) => x.reason === 'OwnerRefsFollowForbidden'), { describe: 'a Warning Event on the Node' });
-    expect(ev.message).toMatch(/following ReplicaSet owners: the agent may not get replicasets.apps/);
+    expect(ev.message).toMatch(/^following (ReplicaSet|Deployment|Job|CronJob) owners: the agent may not get \w+\.(apps|batch): apply rbac-follow-owners.yaml/);
   });
 
   it('the user story extended: an object owned by the Node outlives the DaemonSet and goes with the Node', async () => {

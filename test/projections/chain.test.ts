@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson } from '../../projections/chain.ts';
 import { FILES, project, type ControllerChain } from '../../projections/index.ts';
+import { checkSource, renderDownwardAPI } from '../../projections/downwardapi.ts';
 import { HOSTILE_STRINGS, owner, pod } from '../support/fixtures.ts';
 import { buildOracle, goMarshal } from '../support/gooracle.ts';
 
@@ -49,5 +50,29 @@ describe('project with the context', () => {
     expect(names({ ...all, nodeFile: false }, { node: { name: 'n', uid: 'u' } })).not.toContain(FILES.node);
     expect(names(all, {})).toEqual([FILES.env, FILES.dependents, FILES.ownerReferences]);
     expect(project(p, all, { chain }).at(-1)!.path).toBe(FILES.ownerReferences); // still last: apps wait for it
+  });
+});
+
+describe('the same files as downwardAPI items (the extension field paths)', () => {
+  const items = { items: [
+    { path: 'chain', fieldRef: { fieldPath: 'ownerrefs.dev/controllerChain' } },
+    { path: 'workload', fieldRef: { fieldPath: 'ownerrefs.dev/workloadOwnerReferences' } },
+    { path: 'node', fieldRef: { fieldPath: 'ownerrefs.dev/nodeOwnerReferences' } },
+  ] };
+  const text = (files: ReturnType<typeof renderDownwardAPI>) => Object.fromEntries(files.map((f) => [f.path, f.bytes.toString('utf8')]));
+
+  it('are valid items and render exactly the files', () => {
+    expect(checkSource(items)).toEqual([]);
+    const chain: ControllerChain = { items: [rs, dep], end: { reason: 'Top', message: 'm' } };
+    expect(text(renderDownwardAPI(pod({ owners: [rs] }), items, {}, { chain, node: { name: 'n', uid: 'u' } }))).toEqual({
+      chain: renderChainJson(chain), workload: renderWorkloadJson(chain), node: renderNodeOwnerJson({ name: 'n', uid: 'u' }),
+    });
+  });
+
+  it('say NotFollowed on a node that does not follow owners, and [] before the Node is known', () => {
+    const t = text(renderDownwardAPI(pod({ owners: [rs] }), items));
+    expect(JSON.parse(t.chain!)).toMatchObject({ items: [], end: { reason: 'NotFollowed' } });
+    expect(t.workload).toBe('[]');
+    expect(t.node).toBe('[]');
   });
 });

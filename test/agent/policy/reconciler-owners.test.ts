@@ -1,7 +1,9 @@
 // Files beyond the KEP through the reconciler: the Node as owner, and the controller chain
 // on a node that follows owners, kept current as owners are read and change.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { targetFor } from '../../../agent/csi/paths.ts';
+import type { PodView } from '../../../agent/policy/podtable.ts';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
@@ -34,11 +36,11 @@ function world() {
   return { api, objects, gets };
 }
 
-function kit(refreshMs = 60_000) {
+function kit(refreshMs = 60_000, csiDriver?: string) {
   const w = world();
   let onChange = (_uid: string) => {};
   const cache = new OwnerMetadataCache({ client: w.api, kinds: BUILTIN_KINDS, refreshMs, clock: realClock, log: memoryLogger().log, changed: (u) => onChange(u) });
-  const k = agentKit({ owners: cache });
+  const k = agentKit({ owners: cache, ...(csiDriver ? { csiDriver } : {}) });
   onChange = (u) => k.reconciler.ownerChanged(u);
   return { ...w, k, cache };
 }
@@ -104,6 +106,26 @@ describe('files beyond the KEP', () => {
     k.reconciler.setSettings(DEFAULT_SETTINGS);
     await waitFor(() => (read(vol, FILES.chain) === undefined && read(vol, FILES.workload) === undefined) || undefined);
     expect(read(vol, FILES.ownerReferences)).toContain('"ReplicaSet"');
+    cache.close();
+  });
+});
+
+describe('a KEP-syntax volume asking for the files beyond the KEP', () => {
+  it('gets the chain, the workload and the Node as items, live', async () => {
+    const { k, cache } = kit(60_000, 'ownerrefs.dev');
+    k.reconciler.setSettings(FOLLOW);
+    k.reconciler.setNode({ name: 'worker-1', uid: 'n-1' });
+    const base = pod({ owners: [rs], annotation: undefined });
+    const p = { ...base, spec: { volumes: [{ name: 'podinfo', csi: { driver: 'ownerrefs.dev', volumeAttributes: { downwardAPI: JSON.stringify({ items: [
+      { path: 'workload', fieldRef: { fieldPath: 'ownerrefs.dev/workloadOwnerReferences' } },
+      { path: 'node', fieldRef: { fieldPath: 'ownerrefs.dev/nodeOwnerReferences' } }] }) } } }] } };
+    k.reconciler.upsert(p as PodView);
+    const t = targetFor(k.root, p.metadata!.uid!, 'podinfo');
+    mkdirSync(path.join(k.root, ...t.target.components.slice(0, -1)), { recursive: true });
+    expect(await k.reconciler.publish(t.diskUid, 'podinfo', t.target)).toBe(true);
+    const dir = path.join(k.root, ...t.target.components);
+    await waitFor(() => read(dir, 'workload') === '[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"dep-1"}]' || undefined, { describe: 'the workload item' });
+    expect(read(dir, 'node')).toBe('[{"apiVersion":"v1","kind":"Node","name":"worker-1","uid":"n-1"}]');
     cache.close();
   });
 });

@@ -57,6 +57,12 @@ describe('a Pod in KEP-4753 syntax', () => {
     });
   });
 
+  it('moves a volume that names only fields beyond the KEP (the workload, the Node) to the agent too', () => {
+    const v = { name: 'podinfo', downwardAPI: { items: [{ path: 'workload', fieldRef: { fieldPath: 'ownerrefs.dev/workloadOwnerReferences' } }, { path: 'node', fieldRef: { fieldPath: 'ownerrefs.dev/nodeOwnerReferences' } }] } };
+    const out = mutated('Deployment', workload('Deployment', kepSpec({ env: false, volumes: [v] })));
+    expect(JSON.parse(out.spec.template.spec.volumes[0].csi.volumeAttributes.downwardAPI)).toEqual(v.downwardAPI);
+  });
+
   it('resolves a template\'s encoded env to the literal (a pod made from a rewritten template)', () => {
     const spec = { containers: [{ name: 'app', env: [{ name: 'O', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: TEMPLATE_ENV_FIELD } } }] }] };
     const pod = mutated('Pod', kepPod(spec as never, [owner({ kind: 'ReplicaSet', name: 'web-5d8f' })]));
