@@ -87,6 +87,8 @@ export class OwnerMetadataCache {
   readonly #o: OwnerMetadataOptions;
   readonly #entries = new Map<string, Entry>();
   readonly #kinds: Map<string, FollowedKind>;
+  /** Kinds met but not followed, logged once each: the operator may want --follow-kinds. */
+  readonly #unfollowed = new Set<string>();
   #cancelSweep: (() => void) | undefined;
   #closed = false;
 
@@ -104,6 +106,11 @@ export class OwnerMetadataCache {
   lookup(namespace: string, ref: OwnerReference): OwnerLookup {
     const kind = this.#kinds.get(`${ref.apiVersion}/${ref.kind}`);
     if (!kind) {
+      const key = `${ref.apiVersion}/${ref.kind}`;
+      if (!this.#unfollowed.has(key) && this.#unfollowed.size < 100) {
+        this.#unfollowed.add(key);
+        this.#o.log.info({ [F.kind]: ref.kind, apiVersion: ref.apiVersion }, 'an owner kind not on the list to follow ends chains here; add it with --follow-kinds (and its get to rbac-follow-owners.yaml) to follow it');
+      }
       return { state: 'error', reason: 'KindNotFollowed', message: `${ref.kind} (${ref.apiVersion}) is not on this node's list of kinds to follow (--follow-kinds)` };
     }
     const now = this.#o.clock.now();

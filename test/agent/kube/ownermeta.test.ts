@@ -134,6 +134,8 @@ describe('OwnerMetadataCache', () => {
     const { c } = cache(f.api);
     expect(c.lookup('ns', owner({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout' }))).toMatchObject({ state: 'error', reason: 'KindNotFollowed' });
     expect(c.lookup('ns', owner({ apiVersion: 'v1', kind: 'Secret' }))).toMatchObject({ state: 'error', reason: 'KindNotFollowed' });
+    // A cluster-scoped kind named by a namespaced object's reference: not read either.
+    expect(c.lookup('ns', owner({ apiVersion: 'v1', kind: 'Namespace', name: 'ns' }))).toMatchObject({ state: 'error', reason: 'KindNotFollowed' });
     expect(f.gets).toEqual([]);
     c.close();
   });
