@@ -20,7 +20,8 @@ import { fakeOwner, forceDeletePods, podBody, waitForEvent } from '../security/e
 import { deepSnapshot } from '../security/support.ts';
 
 const MIRROR = 'kubernetes.io/config.mirror';
-const FILES = ['dependentOwnerReferences', 'nodeOwnerReferences', 'ownerReferences', 'ownerReferences.env'];
+// No Node object has this agent's node name, so there is no nodeOwnerReferences.
+const FILES = ['dependentOwnerReferences', 'ownerReferences', 'ownerReferences.env'];
 
 describe('mirror-pod annotations crafted to leave the pods directory', () => {
   let core: CoreV1Api;
