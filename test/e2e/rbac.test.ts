@@ -11,7 +11,7 @@ describe('daemonset.yaml', () => {
 
   it('passes a server-side dry-run apply, object by object', async () => {
     const objs = manifestObjects();
-    expect(objs.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'CSIDriver', 'DaemonSet']);
+    expect(objs.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'CSIDriver']);
     const applied = await apply(e.kc, objs, true);
     expect(applied.map((o) => o.metadata?.name)).toEqual(objs.map((o) => o.metadata?.name));
   });

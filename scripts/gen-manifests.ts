@@ -1,0 +1,64 @@
+// Regenerates the plain-kubectl manifests from the Helm chart, so that they are exactly the
+// chart's renderings (test/packaging/chart.test.ts fails when they drift):
+//   daemonset.yaml            the chart with its default values
+//   rbac-follow-owners.yaml   the chart's follow-owners template, switched on
+// and the chart's webhook template from webhook.yaml (itself partly generated from
+// agent/webhook/registration.ts by scripts/gen-webhook-config.ts: run that first).
+//   node scripts/gen-manifests.ts
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.join(import.meta.dirname, '..');
+export const CHART = path.join(ROOT, 'charts', 'ownerrefs-agent');
+
+/** The directory holding helm, built (or found cached) by localcluster/tools/build.sh. */
+export function helmBin(): string {
+  const dir = execFileSync('bash', [path.join(ROOT, 'localcluster', 'tools', 'build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n').pop()!;
+  return path.join(dir, 'helm');
+}
+
+export function helmTemplate(helm: string, args: string[] = []): string {
+  return execFileSync(helm, ['template', 'ownerrefs-agent', CHART, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+}
+
+const GENERATED = (what: string) => `# Generated from charts/ownerrefs-agent (${what}) by scripts/gen-manifests.ts:\n# edit the chart, then run node scripts/gen-manifests.ts.\n`;
+
+export function daemonsetYaml(helm: string): string {
+  return GENERATED('default values') + helmTemplate(helm);
+}
+
+export function followOwnersYaml(helm: string): string {
+  return `# Extra RBAC for following owners (controllerChain, workloadOwnerReferences): apply it
+# knowingly, then label the nodes that should follow:
+#
+#   kubectl apply -f rbac-follow-owners.yaml
+#   kubectl label node NODE ownerrefs.dev/follow-owners=true
+#
+# The agent reads owners' metadata (PartialObjectMetadata: no spec, no status), one read per
+# owner per node, again every --owner-refresh-seconds while pods use it. To follow a custom
+# kind (an Argo Rollout owning ReplicaSets), install the chart with
+# followOwners.extraKinds=[group/version/Kind=resource], which adds its get rule and the flag.
+` + GENERATED('followOwners.rbac=true, this template only') + helmTemplate(helm, ['--set', 'followOwners.rbac=true', '--show-only', 'templates/follow-owners.yaml']);
+}
+
+/** The chart's webhook template: webhook.yaml, with its namespace, image and replicas from the values. */
+export function webhookTemplate(): string {
+  const text = readFileSync(path.join(ROOT, 'webhook.yaml'), 'utf8');
+  const body = text.split('\n').map((line) => {
+    if (line.trimStart().startsWith('#')) return line;
+    return line
+      .replace(/\bownerrefs-system\b/g, '{{ .Values.namespace.name }}')
+      .replace(/image: ghcr\.io\/ownerrefs-dev\/ownerrefs-agent:[^\s]+/, 'image: {{ include "ownerrefs.image" . }}')
+      .replace(/^(\s*)replicas: 2$/, '$1replicas: {{ .Values.webhook.replicas }}')
+      .replace(/^(\s*)imagePullPolicy: IfNotPresent$/, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}');
+  }).join('\n');
+  return `{{- if .Values.webhook.enabled }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${body.trimEnd()}\n{{- end }}\n`;
+}
+
+if (import.meta.main) {
+  writeFileSync(path.join(CHART, 'templates', 'webhook.yaml'), webhookTemplate());
+  const helm = helmBin();
+  writeFileSync(path.join(ROOT, 'daemonset.yaml'), daemonsetYaml(helm));
+  writeFileSync(path.join(ROOT, 'rbac-follow-owners.yaml'), followOwnersYaml(helm));
+}

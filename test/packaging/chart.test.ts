@@ -1,0 +1,95 @@
+// The Helm chart, with the real helm (built from Go modules, cached: localcluster/tools).
+// The plain manifests are its renderings; bad values are refused by values.schema.json.
+
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { CHART, daemonsetYaml, followOwnersYaml, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
+import { MATRIX } from '../support/chart.ts';
+
+const ROOT = path.join(import.meta.dirname, '..', '..');
+const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const objects = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS() as Obj).filter(Boolean);
+let helm: string;
+
+beforeAll(() => { helm = helmBin(); }, 600_000);
+
+describe('the chart', () => {
+  it('passes helm lint --strict, with every switch on', () => {
+    const r = spawnSync(helm, ['lint', '--strict', CHART, '--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'], { encoding: 'utf8' });
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+  });
+
+  it('renders daemonset.yaml, rbac-follow-owners.yaml and its webhook template exactly (node scripts/gen-manifests.ts)', () => {
+    expect(read('daemonset.yaml')).toBe(daemonsetYaml(helm));
+    expect(read('rbac-follow-owners.yaml')).toBe(followOwnersYaml(helm));
+    expect(read('charts/ownerrefs-agent/templates/webhook.yaml')).toBe(webhookTemplate());
+  });
+
+  it('renders webhook.yaml\'s objects when the webhook is on', () => {
+    const byKind = (objs: Obj[]) => [...objs].sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
+    const rendered = objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', '--show-only', 'templates/webhook.yaml']));
+    expect(byKind(rendered)).toEqual(byKind(objects(read('webhook.yaml'))));
+  });
+
+  it.each(Object.entries(MATRIX))('renders with %s', (_name, args) => {
+    const objs = objects(helmTemplate(helm, args));
+    expect(objs.map((o) => o.kind)).toContain('DaemonSet');
+  });
+
+  it('moves every path with kubeletRootDir: no /var/lib/kubelet left anywhere in a microk8s rendering', () => {
+    const text = helmTemplate(helm, MATRIX.microk8s!);
+    expect(text.match(/(?<![\w.-])\/var\/lib\/kubelet/g)).toBeNull(); // the default root, as a path of its own
+    const ds = objects(text).find((o) => o.kind === 'DaemonSet')!;
+    const c = ds.spec.template.spec.containers[0];
+    const root = '/var/snap/microk8s/common/var/lib/kubelet';
+    expect(c.args).toEqual(['run', `--kubelet-root=${root}`, '--health-addr=0.0.0.0:8080', `--csi-socket=${root}/plugins/ownerrefs.dev/csi.sock`, `--registration-dir=${root}/plugins_registry`]);
+    expect(ds.spec.template.spec.volumes.map((v: Obj) => v.hostPath.path)).toEqual([`${root}/pods`, `${root}/plugins/ownerrefs.dev`, `${root}/plugins_registry`]);
+    expect(c.volumeMounts.map((m: Obj) => m.mountPath)).toEqual([`${root}/pods`, `${root}/plugins/ownerrefs.dev`, `${root}/plugins_registry`]);
+  });
+
+  it('drops every CSI part when CSI is off', () => {
+    const objs = objects(helmTemplate(helm, MATRIX['emptyDir only (CSI off)']!));
+    expect(objs.map((o) => o.kind)).not.toContain('CSIDriver');
+    const ds = objs.find((o) => o.kind === 'DaemonSet')!;
+    expect(ds.spec.template.spec.volumes.map((v: Obj) => v.name)).toEqual(['kubelet-pods']);
+    expect(ds.spec.template.spec.containers[0].args.join(' ')).not.toMatch(/csi|registration/);
+  });
+
+  it('adds a followed custom kind to the RBAC and to the agent\'s flags', () => {
+    const objs = objects(helmTemplate(helm, MATRIX['following owners on, with a custom kind']!));
+    const role = objs.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'ownerrefs-agent-follow-owners')!;
+    expect(role.rules.at(-1)).toEqual({ apiGroups: ['argoproj.io'], resources: ['rollouts'], verbs: ['get'] });
+    expect(objs.find((o) => o.kind === 'DaemonSet')!.spec.template.spec.containers[0].args).toContain('--follow-kinds=argoproj.io/v1alpha1/Rollout=rollouts');
+  });
+
+  it('pins the image by digest when given, and carries the extra labels', () => {
+    const objs = objects(helmTemplate(helm, MATRIX['namespace not created, pinned digest, extras']!));
+    const ds = objs.find((o) => o.kind === 'DaemonSet')!;
+    expect(ds.spec.template.spec.containers[0].image).toBe(`ghcr.io/ownerrefs-dev/ownerrefs-agent@sha256:${'a'.repeat(64)}`);
+    expect(ds.metadata.labels.team).toBe('platform');
+    expect(ds.spec.template.metadata.annotations).toEqual({ note: 'x' });
+    expect(ds.spec.template.spec.priorityClassName).toBeUndefined();
+    expect(objs.map((o) => o.kind)).not.toContain('Namespace');
+  });
+
+  it.each([
+    ['a relative kubelet root', ['--set', 'kubeletRootDir=var/lib/kubelet'], 'kubeletRootDir'],
+    ['a kubelet root that climbs', ['--set', 'kubeletRootDir=/var/../etc'], 'kubeletRootDir'],
+    ['an unknown value', ['--set', 'kubeletRoot=/x'], 'kubeletRoot'],
+    ['a bad digest', ['--set', 'image.digest=latest'], 'digest'],
+    ['maxUnavailable 0', ['--set', 'maxUnavailable=0'], 'maxUnavailable'],
+    ['a log level pino lacks', ['--set', 'logLevel=verbose'], 'logLevel'],
+    ['a node selector label with a space', ['--set', 'nodeSelectorLabel=my label'], 'nodeSelectorLabel'],
+    ['a custom kind without its resource', ['--set', 'followOwners.extraKinds[0]=argoproj.io/v1alpha1/Rollout'], 'extraKinds'],
+    ['a namespace that is no DNS label', ['--set', 'namespace.name=Ownerrefs_System'], 'namespace'],
+  ])('refuses %s, naming the value', (_what, args, names) => {
+    const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/values don't meet the specifications of the schema|schema/i);
+    expect(r.stderr).toContain(names);
+  });
+});

@@ -1,0 +1,25 @@
+// The Helm chart's value matrix, shared by the packaging tests (helm template) and the
+// e2e test (the API server's dry run).
+
+import { execFileSync } from 'node:child_process';
+import { parseAllDocuments } from 'yaml';
+import { CHART } from '../../scripts/gen-manifests.ts';
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The value sets a test renders: every switch on and off, and a microk8s kubelet root. */
+export const MATRIX: Record<string, string[]> = {
+  defaults: [],
+  'emptyDir only (CSI off)': ['--set', 'csi.enabled=false'],
+  'webhook on': ['--set', 'webhook.enabled=true'],
+  'following owners on, with a custom kind': ['--set', 'followOwners.rbac=true', '--set', 'followOwners.extraKinds[0]=argoproj.io/v1alpha1/Rollout=rollouts'],
+  'everything on': ['--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'],
+  microk8s: ['--set', 'kubeletRootDir=/var/snap/microk8s/common/var/lib/kubelet', '--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'],
+  'namespace not created, pinned digest, extras': ['--set', 'namespace.create=false', '--set', `image.digest=sha256:${'a'.repeat(64)}`,
+    '--set', 'extraLabels.team=platform', '--set', 'podAnnotations.note=x', '--set', 'priorityClassName=', '--set', 'maxUnavailable=3'],
+};
+
+/** Each value set of the matrix, rendered into objects. */
+export function renderMatrix(h: string): [string, Obj[]][] {
+  return Object.entries(MATRIX).map(([name, args]) => [name, parseAllDocuments(execFileSync(h, ['template', 'ownerrefs-agent', CHART, ...args]).toString()).map((d) => d.toJS() as Obj).filter(Boolean)]);
+}
