@@ -98,6 +98,9 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     stallMs: cfg.stallMs,
   });
 
+  metrics.watchDownFrom('pods', () => pods.downForMs());
+  metrics.watchDownFrom('nodes', () => node.downForMs());
+
   const csi = csiMod && cfg.csiSocket ? await csiMod.startCsi({
     socket: cfg.csiSocket, registrationDir: cfg.registrationDir, kubeletRoot: cfg.kubeletRoot, nodeName: cfg.nodeName,
     pods: reconciler, client, ready: () => pods.synced, log, registry: metrics.registry,

@@ -12,10 +12,13 @@ import path from 'node:path';
 const ROOT = path.join(import.meta.dirname, '..');
 export const CHART = path.join(ROOT, 'charts', 'ownerrefs-agent');
 
-/** The directory holding helm, built (or found cached) by localcluster/tools/build.sh. */
+/** The directory holding helm and promtool, built (or found cached) by localcluster/tools/build.sh. */
+export function toolsDir(): string {
+  return execFileSync('bash', [path.join(ROOT, 'localcluster', 'tools', 'build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n').pop()!;
+}
+
 export function helmBin(): string {
-  const dir = execFileSync('bash', [path.join(ROOT, 'localcluster', 'tools', 'build.sh')], { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n').pop()!;
-  return path.join(dir, 'helm');
+  return path.join(toolsDir(), 'helm');
 }
 
 export function helmTemplate(helm: string, args: string[] = []): string {

@@ -84,6 +84,24 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  /** Read at scrape time from each watch (see watchDown). */
+  readonly #downFor = new Map<string, () => number>();
+
+  readonly watchDown = new Gauge({
+    name: 'ownerrefs_watch_down_seconds',
+    help: 'How long the watch of this resource has been down (0 while it is connected); the pods watch is what keeps files current.',
+    labelNames: ['resource'] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const [resource, fn] of this.#downFor) this.watchDown.set({ resource }, fn() / 1000);
+    },
+  });
+
+  /** Report a watch's downtime (milliseconds) under `resource`. */
+  watchDownFrom(resource: string, downForMs: () => number): void {
+    this.#downFor.set(resource, downForMs);
+  }
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'ownerrefs_' });
   }
