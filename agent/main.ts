@@ -13,6 +13,7 @@ Commands:
   render   print (or write) the files the agent would write for one Pod manifest
   webhook  serve the admission webhook that makes KEP-4753's fieldRef metadata.ownerReferences valid
   inject   print what the webhook would make of a manifest (offline)
+  doctor   check what the agent depends on, and say how to fix what is wrong
 
 Run "ownerrefs-agent <command> --help" for a command's flags. --debug adds the stack
 trace to an error message. Exit codes: 0 done, 1 bad input or a failure, 2 bad usage,
@@ -30,6 +31,7 @@ async function main(argv: string[]): Promise<number> {
     else if (cmd === 'render') process.stdout.write((await import('./cli/render.ts')).RENDER_HELP);
     else if (cmd === 'inject') process.stdout.write((await import('./cli/inject.ts')).INJECT_HELP);
     else if (cmd === 'webhook') process.stdout.write((await import('./webhook/config.ts')).webhookHelp());
+    else if (cmd === 'doctor') process.stdout.write((await import('./cli/doctor.ts')).DOCTOR_HELP);
     else return unknownCommand(cmd);
     return 0;
   }
@@ -39,6 +41,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'inject') return (await import('./cli/inject.ts')).inject(rest, process.stdin, process.stdout, process.stderr);
   if (cmd === 'webhook') return serveWebhook(rest);
+  if (cmd === 'doctor') return doctor(rest);
   if (cmd !== 'run') return unknownCommand(cmd);
 
   const cfg = parseRunConfig(rest, process.env);
@@ -55,6 +58,24 @@ async function main(argv: string[]): Promise<number> {
   await agent.stop();
   log.info('stopped');
   return 0;
+}
+
+/** In the agent's container with no flags: the agent's own (PID 1's); else run's flags as given. */
+async function doctor(argv: string[]): Promise<number> {
+  const d = await import('./cli/doctor.ts');
+  const { readFile } = await import('node:fs/promises');
+  const args = argv.length === 0 ? await d.agentArgsOfPid1((p) => readFile(p, 'utf8')) ?? [] : argv;
+  const cfg = parseRunConfig(args, process.env);
+  const { KubeApiClient } = await import('./kube/client.ts');
+  const { loadKubeConfig } = await import('./agent.ts');
+  const api = new KubeApiClient(loadKubeConfig(cfg.kubeconfig));
+  try {
+    const findings = await d.runChecks({ nodeName: cfg.nodeName, kubeletRoot: cfg.kubeletRoot, csiSocket: cfg.csiSocket, registrationDir: cfg.registrationDir }, d.processEnv(api));
+    process.stdout.write(d.formatFindings(findings));
+    return findings.some((f) => f.verdict === 'FAIL') ? 1 : 0;
+  } finally {
+    api.close();
+  }
 }
 
 /** The webhook is its own process (a Deployment): none of its code loads in `run`. */

@@ -1,6 +1,9 @@
 // Scenario 4: RBAC as shipped. Every e2e file runs the agent with a token of the
 // ServiceAccount and ClusterRole taken from daemonset.yaml (support/agentproc.ts);
 // this file checks the manifest itself and that the role is no wider than needed.
+import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { AuthorizationV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { apply, manifestObjects } from '../../localcluster/agentproc.ts';
@@ -28,6 +31,20 @@ describe('daemonset.yaml', () => {
     for (const [verb, resource] of [['get', 'secrets'], ['patch', 'pods'], ['delete', 'pods'], ['create', 'configmaps'], ['update', 'nodes'], ['patch', 'events']] as const) {
       expect(await can(verb, resource, 'default'), `${verb} ${resource}`).toBe(false);
     }
+  });
+
+  it('doctor, with the agent\'s own credentials, finds everything in order; a wrong kubelet root fails with the fix', async () => {
+    mkdirSync(path.join(e.kubeletRoot, 'pods'), { recursive: true });
+    const doctor = (...args: string[]) => new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(process.execPath, [path.join(import.meta.dirname, '..', '..', 'agent', 'main.ts'), 'doctor', `--node-name=${e.nodeName}`,
+        `--kubeconfig=${path.join(e.kubeletRoot, 'agent.kubeconfig')}`, ...args], (err, stdout) => resolve({ code: err ? Number((err as { code?: number }).code) : 0, out: stdout }));
+    });
+    const good = await doctor(`--kubelet-root=${e.kubeletRoot}`);
+    expect(good.out.split('\n').filter(Boolean).map((l) => l.split(':')[0])).toEqual(['OK   kubelet root', 'OK   mount propagation', 'OK   API server', 'OK   RBAC', 'OK   Node']);
+    expect(good.code).toBe(0);
+    const bad = await doctor('--kubelet-root=/var/snap/nowhere/kubelet');
+    expect(bad.code).toBe(1);
+    expect(bad.out).toMatch(/^FAIL kubelet root: \/var\/snap\/nowhere\/kubelet\/pods does not exist/m);
   });
 
   it('serves pods with those credentials', async () => {

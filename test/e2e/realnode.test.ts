@@ -1,6 +1,7 @@
 // On a real node: the kubelet with containerd and runc, containers reading the files
 // (through exec and logs via the API server), the agent as a host process on the node's
 // kubelet root, in emptyDir mode and as the kubelet's CSI driver at once.
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1DaemonSet, type V1Deployment, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
@@ -52,6 +53,21 @@ describe(CONTAINERS ? 'on a real node (kubelet, containerd, runc)' : 'on a hollo
       const names = items(await e.exec(pod, READ)).map((i) => i.name);
       return want(names) ? names : undefined;
     }, `${pod.metadata!.name}: ${what}, read from inside the container`);
+
+  it('doctor finds the CSI driver registered by the real kubelet (with admin credentials: it may read CSINodes)', async () => {
+    const kubeletRoot = e.node.kubeletRoot;
+    const out = await new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(process.execPath, [path.join(import.meta.dirname, '..', '..', 'agent', 'main.ts'), 'doctor', `--node-name=${e.node.name}`, `--kubeconfig=${e.cp.kubeconfigPath}`,
+        `--kubelet-root=${kubeletRoot}`, `--csi-socket=${path.join(kubeletRoot, 'plugins', 'ownerrefs.dev', 'csi.sock')}`, `--registration-dir=${path.join(kubeletRoot, 'plugins_registry')}`],
+      (err, stdout) => resolve({ code: err ? Number((err as { code?: number }).code) : 0, out: stdout }));
+    });
+    expect(out.out).toMatch(/^OK   CSI socket: /m);
+    expect(out.out).toMatch(/^OK   CSI registration socket: /m);
+    expect(out.out).toMatch(/^OK   CSI driver registered with the kubelet: CSINode \S+ lists ownerrefs.dev/m);
+    expect(out.out).toMatch(/^OK   CSIDriver object: /m);
+    expect(out.out).toMatch(/^WARN RBAC: the agent may also get secrets/m); // admin credentials: more than the agent's
+    expect(out.code).toBe(0);
+  });
 
   it("a DaemonSet pod's container reads its owners, orphaned and adopted again", async () => {
     const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: daemonSet('podinfo') });

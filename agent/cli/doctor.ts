@@ -1,0 +1,200 @@
+// `ownerrefs-agent doctor`: the checks an operator would run by hand when files do not
+// appear, each answered in plain words with the exact fix. Run it in the agent's pod
+// (`kubectl exec ds/ownerrefs-agent -- ownerrefs-agent doctor`) or on a node with the
+// same flags as `run` (and a kubeconfig). Exit 0 when nothing failed, 1 otherwise.
+//
+// Every check takes its inputs through the DoctorEnv seam, so each failure is tested on purpose.
+
+import type { Stats } from 'node:fs';
+import path from 'node:path';
+import { settingsFromLabels } from '../kube/nodeconfig.ts';
+import type { ApiClient } from '../kube/client.ts';
+import { ApiError } from '../kube/client.ts';
+
+export type Verdict = 'OK' | 'FAIL' | 'WARN' | 'SKIP';
+export interface Finding {
+  verdict: Verdict;
+  check: string;
+  /** What was found; for FAIL and WARN, also what to do. */
+  message: string;
+}
+
+export interface DoctorConfig {
+  nodeName: string;
+  kubeletRoot: string;
+  csiSocket: string | undefined;
+  registrationDir: string | undefined;
+}
+
+/** What the checks read; the real one is the process's file system, /proc and the API server. */
+export interface DoctorEnv {
+  lstat(p: string): Promise<Stats | undefined>;
+  readdir(p: string): Promise<string[] | undefined>;
+  mountinfo(): Promise<string>;
+  api: Pick<ApiClient, 'json'>;
+}
+
+const DRIVER = 'ownerrefs.dev';
+/** What the agent needs, and a few things it must not have (RBAC). */
+const NEEDED: readonly [verb: string, resource: string][] = [['list', 'pods'], ['watch', 'pods'], ['get', 'nodes'], ['list', 'nodes'], ['watch', 'nodes'], ['create', 'events']];
+const FORBIDDEN: readonly [verb: string, resource: string][] = [['get', 'secrets'], ['patch', 'pods'], ['delete', 'pods'], ['update', 'nodes'], ['create', 'pods']];
+
+export async function runChecks(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding[]> {
+  const out: Finding[] = [];
+  out.push(await kubeletRoot(cfg, env));
+  out.push(await propagation(cfg, env));
+  if (cfg.csiSocket) out.push(...await csi(cfg, env));
+  out.push(...await rbac(env));
+  out.push(await node(cfg, env));
+  return out;
+}
+
+const ok = (check: string, message: string): Finding => ({ verdict: 'OK', check, message });
+const fail = (check: string, message: string): Finding => ({ verdict: 'FAIL', check, message });
+
+async function kubeletRoot(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding> {
+  const pods = path.join(cfg.kubeletRoot, 'pods');
+  const st = await env.lstat(pods);
+  if (!st?.isDirectory()) {
+    return fail('kubelet root', `${pods} does not exist: --kubelet-root (${cfg.kubeletRoot}) is not this node's kubelet root. ` +
+      'Find it with `ps -o args= -C kubelet` (--root-dir) or in the kubelet config; k3s and RKE2: /var/lib/kubelet, microk8s: /var/snap/microk8s/common/var/lib/kubelet, ' +
+      'k0s: /var/lib/k0s/kubelet. Then install with the chart\'s kubeletRootDir set to it (it moves every path), or edit daemonset.yaml\'s hostPaths, mounts and flags.');
+  }
+  const entries = await env.readdir(pods) ?? [];
+  return ok('kubelet root', `${pods} exists (${entries.length} pod directories)`);
+}
+
+/** The mountinfo line of the mount point at `p`, if `p` is one. */
+function mountOf(mountinfo: string, p: string): string[] | undefined {
+  const lines = mountinfo.split('\n').map((l) => l.split(' '));
+  return lines.filter((f) => f[4] === p).at(-1);
+}
+
+async function propagation(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding> {
+  const pods = path.join(cfg.kubeletRoot, 'pods');
+  const m = mountOf(await env.mountinfo(), pods);
+  if (!m) return ok('mount propagation', `${pods} is not a mount of its own (running on the host): the kubelet's later mounts are visible`);
+  const optional = m.slice(6, m.indexOf('-'));
+  if (optional.some((o) => o.startsWith('master:') || o.startsWith('shared:'))) {
+    return ok('mount propagation', `${pods} receives the host's later mounts (${optional.join(' ')})`);
+  }
+  return fail('mount propagation', `${pods} is a private mount: memory-backed emptyDirs the kubelet mounts after the agent started are invisible to it, ` +
+    'so it writes beneath them and pods never see the files. Set mountPropagation: HostToContainer on the kubelet-pods volumeMount ' +
+    '(the chart and daemonset.yaml do); on the host, the kubelet root must be on a shared mount (`findmnt -o TARGET,PROPAGATION ' + cfg.kubeletRoot + '`, ' +
+    'fix with `mount --make-rshared /` or the distribution\'s setting).');
+}
+
+async function csi(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding[]> {
+  const out: Finding[] = [];
+  const sock = await env.lstat(cfg.csiSocket!);
+  out.push(sock?.isSocket()
+    ? ok('CSI socket', `${cfg.csiSocket} is a socket`)
+    : fail('CSI socket', `${cfg.csiSocket} is ${sock ? 'not a socket' : 'missing'}: the agent is not serving the CSI driver here. Is it running with this --csi-socket, ` +
+      'and is the plugin directory mounted at the same path as on the host (the kubelet dials the path the agent registers)?'));
+  if (cfg.registrationDir) {
+    const reg = path.join(cfg.registrationDir, `${DRIVER}-reg.sock`);
+    const st = await env.lstat(reg);
+    out.push(st?.isSocket()
+      ? ok('CSI registration socket', `${reg} is a socket`)
+      : fail('CSI registration socket', `${reg} is ${st ? 'not a socket' : 'missing'}: the kubelet's plugin watcher cannot find the driver. ` +
+        `Mount the kubelet's plugins_registry directory at ${cfg.registrationDir} (hostPath) and keep --registration-dir pointing at it.`));
+  }
+  out.push(await apiCheck('CSI driver registered with the kubelet', async () => {
+    const n = await env.api.json<{ spec?: { drivers?: { name: string; nodeID?: string }[] } }>('GET', `/apis/storage.k8s.io/v1/csinodes/${cfg.nodeName}`);
+    const d = n.spec?.drivers?.find((x) => x.name === DRIVER);
+    return d ? ok('CSI driver registered with the kubelet', `CSINode ${cfg.nodeName} lists ${DRIVER} (node ID ${d.nodeID ?? '?'})`)
+      : fail('CSI driver registered with the kubelet', `CSINode ${cfg.nodeName} does not list ${DRIVER}: the kubelet has not registered the driver. ` +
+        'Check the kubelet log for "plugin_watcher" and "RegisterPlugin" lines; the registration socket must be in the kubelet\'s plugins_registry.');
+  }));
+  out.push(await apiCheck('CSIDriver object', async () => {
+    const d = await env.api.json<{ spec?: Record<string, unknown> }>('GET', `/apis/storage.k8s.io/v1/csidrivers/${DRIVER}`);
+    const want = { attachRequired: false, podInfoOnMount: true, fsGroupPolicy: 'None' };
+    const wrong = Object.entries(want).filter(([k, v]) => d.spec?.[k] !== v).map(([k, v]) => `${k} should be ${String(v)}`);
+    const modes = d.spec?.volumeLifecycleModes as string[] | undefined;
+    if (!modes?.includes('Ephemeral')) wrong.push('volumeLifecycleModes should include Ephemeral');
+    return wrong.length === 0 ? ok('CSIDriver object', `${DRIVER} matches what the agent serves`)
+      : fail('CSIDriver object', `${DRIVER} differs from what the agent serves: ${wrong.join('; ')}. Re-apply the CSIDriver from daemonset.yaml (or the chart).`);
+  }, `The CSIDriver ${DRIVER} does not exist: apply it from daemonset.yaml (or the chart with csi.enabled=true); without it the kubelet never calls the driver.`));
+  return out;
+}
+
+/** An API check; a 403 is a SKIP (doctor may run with less RBAC than it would need to look), a 404 `missing` if given. */
+async function apiCheck(check: string, fn: () => Promise<Finding>, missing?: string): Promise<Finding> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 403) return { verdict: 'SKIP', check, message: `not allowed to look (${err.message}); run doctor with a kubeconfig that may` };
+    if (err instanceof ApiError && err.status === 404 && missing) return fail(check, missing);
+    return fail(check, `the API server did not answer: ${String(err)}. Check the node's network path to the API server and the credentials.`);
+  }
+}
+
+async function rbac(env: DoctorEnv): Promise<Finding[]> {
+  const can = async (verb: string, resource: string) => (await env.api.json<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+    { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { verb, resource, namespace: 'default' } } })).status?.allowed === true;
+  const findings: Finding[] = [];
+  findings.push(await apiCheck('API server', async () => {
+    const v = await env.api.json<{ gitVersion?: string }>('GET', '/version');
+    return ok('API server', `reachable, Kubernetes ${v.gitVersion ?? '?'}`);
+  }));
+  if (findings[0]!.verdict !== 'OK') return findings;
+  findings.push(await apiCheck('RBAC', async () => {
+    const missing = [];
+    for (const [verb, resource] of NEEDED) if (!(await can(verb, resource))) missing.push(`${verb} ${resource}`);
+    const extra = [];
+    for (const [verb, resource] of FORBIDDEN) if (await can(verb, resource)) extra.push(`${verb} ${resource}`);
+    if (missing.length > 0) {
+      return fail('RBAC', `the agent may not ${missing.join(', ')}: re-apply the ClusterRole ownerrefs-agent and its binding from daemonset.yaml (or the chart).`);
+    }
+    if (extra.length > 0) {
+      return { verdict: 'WARN', check: 'RBAC', message: `the agent may also ${extra.join(', ')}, which it never needs: bind it only to the ClusterRole ownerrefs-agent (SECURITY.md).` };
+    }
+    return ok('RBAC', `may ${NEEDED.map(([v, r]) => `${v} ${r}`).join(', ')}; nothing more of what was checked`);
+  }));
+  return findings;
+}
+
+async function node(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding> {
+  return apiCheck('Node', async () => {
+    const n = await env.api.json<{ metadata?: { labels?: Record<string, string> } }>('GET', `/api/v1/nodes/${encodeURIComponent(cfg.nodeName)}`);
+    const { settings, invalid } = settingsFromLabels(n.metadata?.labels);
+    if (invalid.length > 0) return fail('Node', invalid.map((i) => i.message).join('; '));
+    const on = Object.entries(settings).filter(([, v]) => v).map(([k]) => k);
+    return ok('Node', `${cfg.nodeName} found; settings from its labels: ${on.join(', ') || 'none on'}`);
+  }, `Node ${cfg.nodeName} does not exist: --node-name (NODE_NAME) must be this node's name, as \`kubectl get nodes\` shows it (the DaemonSet sets it from spec.nodeName).`);
+}
+
+export function formatFindings(findings: readonly Finding[]): string {
+  return findings.map((f) => `${f.verdict.padEnd(4)} ${f.check}: ${f.message}`).join('\n') + '\n';
+}
+
+/** The real environment. */
+export function processEnv(api: Pick<ApiClient, 'json'>): DoctorEnv {
+  const fs = process.getBuiltinModule('node:fs/promises');
+  return {
+    lstat: (p) => fs.lstat(p).catch(() => undefined),
+    readdir: (p) => fs.readdir(p).catch(() => undefined),
+    mountinfo: () => fs.readFile('/proc/self/mountinfo', 'utf8').catch(() => ''),
+    api,
+  };
+}
+
+
+export const DOCTOR_HELP = `Usage: ownerrefs-agent doctor [run's flags]
+
+Checks what the agent depends on and says, for each, OK or what is wrong and the fix: the
+kubelet root and its pods directory, mount propagation, the CSI and registration sockets,
+the kubelet's registration of the driver (CSINode), the CSIDriver object, the API server,
+the agent's RBAC (SelfSubjectAccessReview: what it needs, and nothing it should not have),
+the Node and its labels. In the agent's pod it reads the agent's own flags:
+  kubectl -n ownerrefs-system exec ds/ownerrefs-agent -- ownerrefs-agent doctor
+On a node, pass run's flags (--node-name, --kubeconfig, --kubelet-root, --csi-socket, ...).
+Exit 0 when nothing failed, 1 when something did.
+`;
+
+/** The running agent's flags, when doctor runs in its container (PID 1 is \`ownerrefs-agent run ...\`). */
+export async function agentArgsOfPid1(read: (p: string) => Promise<string>): Promise<string[] | undefined> {
+  const argv = (await read('/proc/1/cmdline').catch(() => '')).split('\0').filter(Boolean);
+  const at = argv.indexOf('run');
+  return at >= 0 && argv.slice(0, at).some((a) => a.endsWith('main.js') || a.endsWith('main.ts')) ? argv.slice(at + 1) : undefined;
+}

@@ -1,0 +1,106 @@
+// Each of doctor's checks made to fail on purpose, through the DoctorEnv seam.
+
+import type { Stats } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { agentArgsOfPid1, formatFindings, runChecks, type DoctorConfig, type DoctorEnv, type Finding } from '../../../agent/cli/doctor.ts';
+import { ApiError } from '../../../agent/kube/client.ts';
+
+const CFG: DoctorConfig = { nodeName: 'n1', kubeletRoot: '/var/lib/kubelet', csiSocket: '/var/lib/kubelet/plugins/ownerrefs.dev/csi.sock', registrationDir: '/var/lib/kubelet/plugins_registry' };
+const dir = { isDirectory: () => true, isSocket: () => false } as Stats;
+const sock = { isDirectory: () => false, isSocket: () => true } as Stats;
+const file = { isDirectory: () => false, isSocket: () => false } as Stats;
+const MOUNT = (opts: string) => `2345 2300 259:1 /var/lib/kubelet/pods /var/lib/kubelet/pods rw,relatime ${opts} - ext4 /dev/root rw`;
+const NEEDED = new Set(['list pods', 'watch pods', 'get nodes', 'list nodes', 'watch nodes', 'create events']);
+
+interface World {
+  paths: Record<string, Stats>;
+  mountinfo: string;
+  allowed: Set<string>;
+  api: Record<string, unknown | ApiError>;
+}
+
+function healthy(): World {
+  return {
+    paths: { '/var/lib/kubelet/pods': dir, [CFG.csiSocket!]: sock, '/var/lib/kubelet/plugins_registry/ownerrefs.dev-reg.sock': sock },
+    mountinfo: MOUNT('shared:1 master:1'),
+    allowed: new Set(NEEDED),
+    api: {
+      '/version': { gitVersion: 'v1.36.3' },
+      '/apis/storage.k8s.io/v1/csinodes/n1': { spec: { drivers: [{ name: 'ownerrefs.dev', nodeID: 'n1' }] } },
+      '/apis/storage.k8s.io/v1/csidrivers/ownerrefs.dev': { spec: { attachRequired: false, podInfoOnMount: true, fsGroupPolicy: 'None', volumeLifecycleModes: ['Ephemeral'] } },
+      '/api/v1/nodes/n1': { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } },
+    },
+  };
+}
+
+function envOf(w: World): DoctorEnv {
+  return {
+    lstat: async (p) => w.paths[p],
+    readdir: async (p) => (w.paths[p] ? ['a', 'b'] : undefined),
+    mountinfo: async () => w.mountinfo,
+    api: {
+      async json<T>(method: string, p: string, body?: unknown): Promise<T> {
+        if (method === 'POST') {
+          const a = (body as { spec: { resourceAttributes: { verb: string; resource: string } } }).spec.resourceAttributes;
+          return { status: { allowed: w.allowed.has(`${a.verb} ${a.resource}`) } } as T;
+        }
+        const v = w.api[p];
+        if (v instanceof Error) throw v;
+        if (v === undefined) throw new ApiError(404, 'NotFound', 'not found', undefined, p.split('/').pop());
+        return v as T;
+      },
+    },
+  };
+}
+
+const byCheck = (fs: Finding[]) => Object.fromEntries(fs.map((f) => [f.check, f]));
+
+describe('doctor', () => {
+  it('says OK to everything on a healthy node', async () => {
+    const f = await runChecks(CFG, envOf(healthy()));
+    expect(f.map((x) => `${x.verdict} ${x.check}`)).toEqual([
+      'OK kubelet root', 'OK mount propagation', 'OK CSI socket', 'OK CSI registration socket', 'OK CSI driver registered with the kubelet',
+      'OK CSIDriver object', 'OK API server', 'OK RBAC', 'OK Node']);
+    expect(formatFindings(f)).toMatch(/^OK   kubelet root: \/var\/lib\/kubelet\/pods exists \(2 pod directories\)$/m);
+  });
+
+  const cases: { name: string; change: (w: World) => void; check: string; verdict: string; says: RegExp }[] = [
+    { name: 'a kubelet root that is not this node\'s', change: (w) => delete w.paths['/var/lib/kubelet/pods'], check: 'kubelet root', verdict: 'FAIL', says: /microk8s: \/var\/snap\/microk8s\/common\/var\/lib\/kubelet.*kubeletRootDir/ },
+    { name: 'a private mount of the pods directory', change: (w) => { w.mountinfo = MOUNT(''); }, check: 'mount propagation', verdict: 'FAIL', says: /mountPropagation: HostToContainer/ },
+    { name: 'the pods directory not a mount (on the host)', change: (w) => { w.mountinfo = ''; }, check: 'mount propagation', verdict: 'OK', says: /running on the host/ },
+    { name: 'no CSI socket', change: (w) => delete w.paths[CFG.csiSocket!], check: 'CSI socket', verdict: 'FAIL', says: /missing: the agent is not serving/ },
+    { name: 'a file where the CSI socket should be', change: (w) => { w.paths[CFG.csiSocket!] = file; }, check: 'CSI socket', verdict: 'FAIL', says: /not a socket/ },
+    { name: 'no registration socket', change: (w) => delete w.paths['/var/lib/kubelet/plugins_registry/ownerrefs.dev-reg.sock'], check: 'CSI registration socket', verdict: 'FAIL', says: /plugins_registry/ },
+    { name: 'the kubelet not having registered the driver', change: (w) => { w.api['/apis/storage.k8s.io/v1/csinodes/n1'] = { spec: { drivers: [] } }; }, check: 'CSI driver registered with the kubelet', verdict: 'FAIL', says: /plugin_watcher/ },
+    { name: 'no CSIDriver object', change: (w) => delete w.api['/apis/storage.k8s.io/v1/csidrivers/ownerrefs.dev'], check: 'CSIDriver object', verdict: 'FAIL', says: /does not exist: apply it/ },
+    { name: 'a CSIDriver that lets the kubelet chown', change: (w) => { w.api['/apis/storage.k8s.io/v1/csidrivers/ownerrefs.dev'] = { spec: { attachRequired: false, podInfoOnMount: true, fsGroupPolicy: 'File', volumeLifecycleModes: ['Ephemeral'] } }; }, check: 'CSIDriver object', verdict: 'FAIL', says: /fsGroupPolicy should be None/ },
+    { name: 'no right to read CSINodes', change: (w) => { w.api['/apis/storage.k8s.io/v1/csinodes/n1'] = new ApiError(403, 'Forbidden', 'forbidden'); }, check: 'CSI driver registered with the kubelet', verdict: 'SKIP', says: /not allowed to look/ },
+    { name: 'RBAC without watch pods', change: (w) => w.allowed.delete('watch pods'), check: 'RBAC', verdict: 'FAIL', says: /may not watch pods: re-apply/ },
+    { name: 'RBAC wider than needed', change: (w) => w.allowed.add('get secrets'), check: 'RBAC', verdict: 'WARN', says: /may also get secrets/ },
+    { name: 'a node name that is not a Node', change: (w) => delete w.api['/api/v1/nodes/n1'], check: 'Node', verdict: 'FAIL', says: /Node n1 does not exist: --node-name/ },
+    { name: 'a node label that does not parse', change: (w) => { w.api['/api/v1/nodes/n1'] = { metadata: { labels: { 'ownerrefs.dev/env-file': 'maybe' } } }; }, check: 'Node', verdict: 'FAIL', says: /use "true" or "false"/ },
+  ];
+
+  it.each(cases)('$name', async ({ change, check, verdict, says }) => {
+    const w = healthy();
+    change(w);
+    const f = byCheck(await runChecks(CFG, envOf(w)))[check]!;
+    expect(f.verdict).toBe(verdict);
+    expect(f.message).toMatch(says);
+  });
+
+  it('an unreachable API server fails once, and the checks that need it are not run', async () => {
+    const w = healthy();
+    w.api['/version'] = new Error('connect ECONNREFUSED 10.96.0.1:443');
+    const f = await runChecks({ ...CFG, csiSocket: undefined }, envOf(w));
+    expect(byCheck(f)['API server']).toMatchObject({ verdict: 'FAIL', message: expect.stringMatching(/ECONNREFUSED.*network path/) });
+    expect(byCheck(f).RBAC).toBeUndefined();
+  });
+
+  it('reads the running agent\'s flags from PID 1 in its container, and nothing elsewhere', async () => {
+    const cmd = ['node', '--max-semi-space-size=1', 'dist/agent/main.js', 'run', '--kubelet-root=/x', '--csi-socket=/x/s'].join('\0') + '\0';
+    expect(await agentArgsOfPid1(async () => cmd)).toEqual(['--kubelet-root=/x', '--csi-socket=/x/s']);
+    expect(await agentArgsOfPid1(async () => '/sbin/init\0')).toBeUndefined();
+    expect(await agentArgsOfPid1(async () => { throw new Error('no /proc'); })).toBeUndefined();
+  });
+});
