@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1DaemonSet, type V1Deployment, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, StorageV1Api, type V1DaemonSet, type V1Deployment, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { apiStatus } from '../support/cluster.ts';
@@ -56,6 +56,10 @@ describe(CONTAINERS ? 'on a real node (kubelet, containerd, runc)' : 'on a hollo
 
   it('doctor finds the CSI driver registered by the real kubelet (with admin credentials: it may read CSINodes)', async () => {
     const kubeletRoot = e.node.kubeletRoot;
+    // The kubelet registers the driver a moment after the agent starts (doctor would rightly say FAIL before).
+    const storage = e.kc.makeApiClient(StorageV1Api);
+    await e.waitFor(async () => (await storage.readCSINode({ name: e.node.name }).catch(() => undefined))?.spec.drivers.some((d) => d.name === 'ownerrefs.dev') || undefined,
+      'the kubelet registers ownerrefs.dev');
     const out = await new Promise<{ code: number; out: string }>((resolve) => {
       execFile(process.execPath, [path.join(import.meta.dirname, '..', '..', 'agent', 'main.ts'), 'doctor', `--node-name=${e.node.name}`, `--kubeconfig=${e.cp.kubeconfigPath}`,
         `--kubelet-root=${kubeletRoot}`, `--csi-socket=${path.join(kubeletRoot, 'plugins', 'ownerrefs.dev', 'csi.sock')}`, `--registration-dir=${path.join(kubeletRoot, 'plugins_registry')}`],

@@ -15,6 +15,7 @@ export const MATRIX: Record<string, string[]> = {
   'following owners on, with a custom kind': ['--set', 'followOwners.rbac=true', '--set', 'followOwners.extraKinds[0]=argoproj.io/v1alpha1/Rollout=rollouts'],
   'everything on': ['--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'],
   microk8s: ['--set', 'kubeletRootDir=/var/snap/microk8s/common/var/lib/kubelet', '--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'],
+  'SELinux type spc_t (OpenShift, docs/INSTALL.md)': ['--set', 'seLinuxType=spc_t'],
   'namespace not created, pinned digest, extras': ['--set', 'namespace.create=false', '--set', `image.digest=sha256:${'a'.repeat(64)}`,
     '--set', 'extraLabels.team=platform', '--set', 'podAnnotations.note=x', '--set', 'priorityClassName=', '--set', 'maxUnavailable=3'],
 };
