@@ -34,20 +34,22 @@ export async function agentKubeconfig(admin: KubeConfig, dir: string, server?: s
   const objs = manifestObjects().filter((o) => o.kind !== 'DaemonSet');
   await apply(admin, objs);
   const sa = objs.find((o) => o.kind === 'ServiceAccount')!;
-  const core = admin.makeApiClient(CoreV1Api);
-  const tr = await core.createNamespacedServiceAccountToken({
-    name: sa.metadata!.name!, namespace: sa.metadata!.namespace!,
-    body: { spec: { audiences: [], expirationSeconds: 3600 * 6 } },
+  return serviceAccountKubeconfig(admin, { namespace: sa.metadata!.namespace!, name: sa.metadata!.name! }, path.join(dir, 'agent.kubeconfig'), server);
+}
+
+/** Writes `file`, a kubeconfig holding a TokenRequest token (6 h) for the ServiceAccount. */
+export async function serviceAccountKubeconfig(admin: KubeConfig, sa: { namespace: string; name: string }, file: string, server?: string): Promise<string> {
+  const tr = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+    name: sa.name, namespace: sa.namespace, body: { spec: { audiences: [], expirationSeconds: 3600 * 6 } },
   });
   const cluster = admin.getCurrentCluster()!;
   const kc = {
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'agent',
+    apiVersion: 'v1', kind: 'Config', 'current-context': sa.name,
     clusters: [{ name: 'test', cluster: { server: server ?? cluster.server, 'certificate-authority': cluster.caFile,
       'certificate-authority-data': cluster.caData } }],
-    users: [{ name: 'agent', user: { token: tr.status!.token } }],
-    contexts: [{ name: 'agent', context: { cluster: 'test', user: 'agent' } }],
+    users: [{ name: sa.name, user: { token: tr.status!.token } }],
+    contexts: [{ name: sa.name, context: { cluster: 'test', user: sa.name } }],
   };
-  const file = path.join(dir, 'agent.kubeconfig');
   writeFileSync(file, JSON.stringify(kc), { mode: 0o600 });
   return file;
 }

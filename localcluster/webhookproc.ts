@@ -4,14 +4,14 @@
 // control plane has no cluster network). The webhook then puts its own CA into caBundle.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { AdmissionregistrationV1Api, CoreV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { AGENT_ENV } from '../agent/config.ts';
 import { webhookConfiguration } from '../agent/webhook/registration.ts';
-import { apply } from './agentproc.ts';
+import { apply, serviceAccountKubeconfig } from './agentproc.ts';
 import { waitFor } from './wait.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
@@ -37,19 +37,7 @@ export function freePort(): Promise<number> {
 /** A kubeconfig holding a TokenRequest token for webhook.yaml's ServiceAccount. */
 async function webhookKubeconfig(admin: KubeConfig, dir: string): Promise<string> {
   await apply(admin, webhookManifest().filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!)));
-  const tr = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
-    name: 'ownerrefs-webhook', namespace: WEBHOOK_NAMESPACE, body: { spec: { audiences: [], expirationSeconds: 3600 * 6 } },
-  });
-  const cluster = admin.getCurrentCluster()!;
-  const kc = {
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'webhook',
-    clusters: [{ name: 'test', cluster: { server: cluster.server, 'certificate-authority': cluster.caFile, 'certificate-authority-data': cluster.caData } }],
-    users: [{ name: 'webhook', user: { token: tr.status!.token } }],
-    contexts: [{ name: 'webhook', context: { cluster: 'test', user: 'webhook' } }],
-  };
-  const file = path.join(dir, 'webhook.kubeconfig');
-  writeFileSync(file, JSON.stringify(kc), { mode: 0o600 });
-  return file;
+  return serviceAccountKubeconfig(admin, { namespace: WEBHOOK_NAMESPACE, name: 'ownerrefs-webhook' }, path.join(dir, 'webhook.kubeconfig'));
 }
 
 export interface WebhookProcess {

@@ -58,6 +58,17 @@ function tree(dir: string, prefix = ''): Record<string, [number, string]> {
   return out;
 }
 
+/** An agent in CSI mode with the item pod tracked and its `podinfo` volume published. */
+async function publishedItems(source: unknown = SOURCE) {
+  const k = agentKit({ csiDriver: DRIVER });
+  const p = itemPod(source);
+  const uid = p.metadata!.uid!;
+  k.reconciler.upsert(p);
+  const items = parent(k.root, uid, 'podinfo');
+  await k.reconciler.publish(uid, 'podinfo', items.target);
+  return { k, p, uid, items };
+}
+
 const expected = (p: PodView, alloc = {}) =>
   Object.fromEntries(renderDownwardAPI(p, SOURCE, alloc).map((f) => [f.path, [f.mode, f.bytes.toString('utf8')]]));
 
@@ -78,12 +89,7 @@ describe('a CSI volume of downwardAPI items', () => {
   });
 
   it('follows labels, owners and the node\'s allocatable live', async () => {
-    const k = agentKit({ csiDriver: DRIVER });
-    const p = itemPod();
-    const uid = p.metadata!.uid!;
-    k.reconciler.upsert(p);
-    const items = parent(k.root, uid, 'podinfo');
-    await k.reconciler.publish(uid, 'podinfo', items.target);
+    const { k, p, items } = await publishedItems();
     const next = { ...p, metadata: { ...p.metadata, labels: { app: 'web', tier: 'gold' }, ownerReferences: [owner({ name: 'two' })] } } as PodView;
     k.reconciler.upsert(next);
     k.reconciler.setAllocatable({ cpu: '2' });
@@ -93,12 +99,7 @@ describe('a CSI volume of downwardAPI items', () => {
   });
 
   it('is left alone by node labels that turn the agent\'s own files off', async () => {
-    const k = agentKit({ csiDriver: DRIVER });
-    const p = itemPod();
-    const uid = p.metadata!.uid!;
-    k.reconciler.upsert(p);
-    const items = parent(k.root, uid, 'podinfo');
-    await k.reconciler.publish(uid, 'podinfo', items.target);
+    const { k, p, items } = await publishedItems();
     k.reconciler.setSettings({ paused: false, envFile: false, dependentsFile: false, nodeFile: false, followOwners: false });
     await k.reconciler.idle();
     expect(tree(items.dir)).toEqual(expected(p));
@@ -124,12 +125,7 @@ describe('a CSI volume of downwardAPI items', () => {
   });
 
   it('unpublish removes the items, the directories the agent made for them, and the target', async () => {
-    const k = agentKit({ csiDriver: DRIVER });
-    const p = itemPod();
-    const uid = p.metadata!.uid!;
-    k.reconciler.upsert(p);
-    const items = parent(k.root, uid, 'podinfo');
-    await k.reconciler.publish(uid, 'podinfo', items.target);
+    const { k, uid, items } = await publishedItems();
     const removed = await k.reconciler.unpublish(uid, 'podinfo', items.target);
     expect(removed.sort()).toEqual(['cpu', 'meta/deep/name', 'meta/labels', 'ownerReferences']);
     expect(existsSync(items.dir)).toBe(false);
