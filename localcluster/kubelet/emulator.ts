@@ -100,8 +100,9 @@ class Emulator implements KubeletEmulator {
   // Like a kubelet tearing a volume down: it is not set up again for this pod.
   async removeVolumeDir(uid: string, volumeName: string): Promise<void> {
     this.tornDown.add(`${uid}/${volumeName}`);
-    // Retried like Go's os.RemoveAll: an agent may rename a file in between readdir and rmdir.
-    await rm(this.volumeDir(uid, volumeName), { recursive: true, force: true, maxRetries: 10, retryDelay: 10 });
+    // Retried, as the kubelet's volume manager retries a teardown on every reconcile: an agent
+    // may rename a file in between readdir and rmdir while a burst of updates is still in flight.
+    await rm(this.volumeDir(uid, volumeName), { recursive: true, force: true, maxRetries: 100, retryDelay: 10 });
   }
 
   async waitForVolumeDir(uid: string, volumeName: string, opts: { timeoutMs?: number } = {}): Promise<string> {
