@@ -54,6 +54,8 @@ export interface RealNode {
   readonly logsDir: string;
   /** SIGTERM the kubelet and start it again on the same root (volume reconstruction). */
   restartKubelet(): Promise<void>;
+  /** Imports an OCI image archive into the node's containerd (the kubelet's image store); returns the names imported. */
+  importImage?(archive: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -116,6 +118,9 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
     await waitForReady(opts.cp, opts.name, () => kubelet!.exited, logsDir);
     return {
       name: opts.name, kubeletRoot, workDir, logsDir,
+      async importImage(archive: string) {
+        return (await ctr(sock, ['images', 'import', archive])) ?? '';
+      },
       async restartKubelet() {
         if (kubelet) await sup.terminate(kubelet);
         kubelet = sup.spawn(kubeletSpec);

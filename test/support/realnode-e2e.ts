@@ -49,7 +49,7 @@ export interface RealNodeE2E {
   waitFor<T>(fn: () => T | Promise<T>, describe: string, timeoutMs?: number): Promise<NonNullable<T>>;
 }
 
-export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode) => string[] } = {}): RealNodeE2E {
+export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode) => string[]; /** false: no agent process (the test runs its own) */ agent?: boolean } = {}): RealNodeE2E {
   const e = {} as RealNodeE2E;
   const diagnostics = async () => [
     await e.agent?.report(),
@@ -76,7 +76,7 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
       await e.waitFor(async () => (await e.agent.get('/readyz')).status === 200, 'agent ready');
       return e.agent;
     };
-    await e.restartAgent();
+    if (opts.agent !== false) await e.restartAgent();
     const exec = podExec(e.kc);
     e.exec = CONTAINERS
       ? (pod, command, container) => exec({ namespace: pod.metadata!.namespace!, name: pod.metadata!.name!, container: container ?? pod.spec!.containers[0]!.name }, command)

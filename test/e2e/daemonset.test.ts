@@ -1,0 +1,88 @@
+// The product as users install it: the image built from the Dockerfile (localcluster/image),
+// imported into the real node's containerd, and the chart's rendering applied with
+// kubectl's server-side apply. The agent runs as the DaemonSet's pod, with its hostPath
+// mounts and mount propagation, and a pod's container reads its owners.
+//
+// Two things of this harness differ from a cluster, and the rendering is patched for them
+// (nothing else): there is no Service routing (no kube-proxy), so the agent's pod uses the
+// host network and is told the API server's address; and the node's kubelet root is a
+// temporary directory, passed as kubeletRootDir. The host's root mount is made shared, as
+// systemd makes it on every node, so that HostToContainer propagation is allowed.
+
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { apply } from '../../localcluster/agentproc.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { freePort } from '../../localcluster/webhookproc.ts';
+import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
+import { items } from '../support/e2e.ts';
+import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
+
+const run = promisify(execFile);
+const ROOT = path.join(import.meta.dirname, '..', '..');
+const IMAGE_TOOLS = ['podman', 'debootstrap'].filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
+if (CONTAINERS && IMAGE_TOOLS.length > 0) console.warn(`NO DAEMONSET TEST: this machine lacks ${IMAGE_TOOLS.join(', ')}; SKIPPED (CI installs them)`);
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a DaemonSet from its image, on a real node', () => {
+  const e = useRealNode('ds', { agent: false });
+
+  beforeAll(async () => {
+    execFileSync('mount', ['--make-rshared', '/']);
+    const archive = (await run('bash', [path.join(ROOT, 'localcluster', 'image', 'build.sh')], { maxBuffer: 1 << 24 })).stdout.trim().split('\n').pop()!;
+    await e.node.importImage!(archive);
+    const port = await freePort();
+    const api = new URL(e.cp.server);
+    const rendered = execFileSync(helmBin(), ['template', 'ownerrefs-agent', CHART, '--set', `kubeletRootDir=${e.node.kubeletRoot}`,
+      '--set', 'image.repository=localhost/ownerrefs/ownerrefs-agent', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never']).toString();
+    const objs = parseAllDocuments(rendered).map((d) => d.toJS() as Obj).filter(Boolean);
+    const ds = objs.find((o) => o.kind === "DaemonSet")!;
+    // The harness's two differences (see the top of the file).
+    const spec = ds.spec.template.spec;
+    spec.hostNetwork = true;
+    spec.dnsPolicy = 'ClusterFirstWithHostNet';
+    const c = spec.containers[0];
+    c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: api.hostname }, { name: 'KUBERNETES_SERVICE_PORT', value: api.port });
+    c.args = c.args.map((a: string) => (a.startsWith('--health-addr=') ? `--health-addr=0.0.0.0:${port}` : a));
+    c.ports = [{ name: 'http-health', containerPort: port, protocol: 'TCP' }];
+    await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch);
+    await apply(e.kc, objs as KubernetesObject[]);
+  }, 900_000);
+
+  it('runs the agent as the DaemonSet pod, and a pod\'s container reads its owners', { timeout: 400_000 }, async () => {
+    let last = '';
+    const agent = await e.waitFor(async () => {
+      const pods = (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-agent' })).items;
+      last = JSON.stringify(pods.map((p) => ({ phase: p.status?.phase, conditions: p.status?.conditions?.map((c) => `${c.type}=${c.status}`), containers: p.status?.containerStatuses?.map((c) => c.state) })));
+      const ev = (await e.core.listNamespacedEvent({ namespace: 'ownerrefs-system' })).items.map((x) => `${x.reason}: ${x.message}`).slice(-5);
+      last += `\n${ev.join('\n')}`;
+      return pods.find((p) => p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
+    }, 'the agent pod Ready', 150_000).catch((err: unknown) => { throw new Error(`${String(err)}\nlast seen: ${last}`); });
+    expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:dev');
+    const name = 'ds-reader';
+    const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name }, spec: {
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name }, annotations: { 'ownerrefs.dev/volume': 'podinfo' } }, spec: {
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'],
+          volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo', readOnly: true }, { name: 'csi', mountPath: '/etc/csi', readOnly: true }] }],
+        volumes: [{ name: 'podinfo', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }, { name: 'csi', csi: { driver: 'ownerrefs.dev', readOnly: true } }],
+      } },
+    } } });
+    const pod: V1Pod = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` }))
+      .items.find((p) => p.status?.phase === 'Running'), 'the reader pod Running', 180_000);
+    // The memory-backed emptyDir is a tmpfs the kubelet mounted after the agent started: only
+    // HostToContainer propagation lets the agent's writes land in it.
+    for (const dir of ['/etc/podinfo', '/etc/csi']) {
+      const got = await e.waitFor(async () => {
+        const text = await e.exec(pod, ['cat', `${dir}/ownerReferences`]).catch(() => '');
+        return text.includes('"kind":"DaemonSet"') ? text : undefined;
+      }, `${dir}: the DaemonSet named, read in the container`);
+      expect(items(got)).toEqual([expect.objectContaining({ kind: 'DaemonSet', name, uid: ds.metadata!.uid })]);
+    }
+  });
+});
