@@ -12,6 +12,8 @@ import { ApiEventSink, REASON_FOLLOW_FORBIDDEN } from './kube/events.ts';
 import { BUILTIN_KINDS, OwnerMetadataCache } from './kube/ownermeta.ts';
 import { realClock } from './common/clock.ts';
 import { Reflector, type RestartReason } from './kube/reflector.ts';
+import { RecoveryPacer } from './kube/pacer.ts';
+import { RECOVERY_SPACING_MS } from './common/defaults.ts';
 import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
 import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
@@ -81,6 +83,8 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     failed: (err: unknown, backoffMs: number) => log.warn({ [F.resource]: resource, [F.err]: err, [F.backoffMs]: backoffMs }, 'watch failed; retrying'),
   });
   const field = (sel: string) => `fieldSelector=${encodeURIComponent(sel)}`;
+  // One pacer for both watches: the bound on requests after a failure is per agent.
+  const pacer = new RecoveryPacer({ spacingMs: RECOVERY_SPACING_MS });
   const pods = new Reflector<PodView>({
     resource: 'pods',
     path: `/api/v1/pods?${field(`spec.nodeName=${cfg.nodeName}`)}`,
@@ -88,6 +92,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     handler: reconciler,
     observer: observer('pods'),
     stallMs: cfg.stallMs,
+    pacer,
   });
   const node = new Reflector<NodeView>({
     resource: 'nodes',
@@ -96,6 +101,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     handler: nodeConfig,
     observer: observer('nodes'),
     stallMs: cfg.stallMs,
+    pacer,
   });
 
   metrics.watchDownFrom('pods', () => pods.downForMs());

@@ -31,11 +31,13 @@ export const WATCH_TIMEOUT_SECONDS: readonly [number, number] = [300, 600];
 /** Watch retries: client-go's reflector numbers (0.8 s doubling to 30 s), reset after 60 s connected. */
 export const WATCH_BACKOFF = { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_000 } as const;
 /**
- * After a 410 the relist waits a random delay up to this: a restarted API server answers
- * every agent's old resourceVersion with 410 at once, and a fleet relisting in the same
- * second is the storm (bench:fleet, docs/PERFORMANCE.md).
+ * An agent's requests that follow a failure (retried watches, relists after 410) go out at
+ * least this far apart, the first at a random point of the first interval (kube/pacer.ts).
+ * A restarted API server then sees about 1 / 2.5 s = 0.4 requests per agent per second from
+ * a fleet that reconnects at once, instead of all of them in the same second
+ * (bench:fleet, docs/PERFORMANCE.md).
  */
-export const RELIST_JITTER_MS = 5_000;
+export const RECOVERY_SPACING_MS = 2_500;
 
 /** Per-pod retry of a failed sync (a full or read-only volume, say). */
 export const SYNC_RETRY = { initialMs: 500, maxMs: 60_000 } as const;

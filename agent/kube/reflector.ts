@@ -6,9 +6,12 @@
 //   loop: watch from the last resourceVersion seen (bookmarks included),
 //         allowWatchBookmarks, server-side timeoutSeconds randomised in 5-10 min
 //     normal end            -> watch again at once from the same resourceVersion
-//     410 Gone / Expired    -> after a random delay (a fleet's relists spread), relist
-//                              with a consistent read and replace(items)
+//     410 Gone / Expired    -> relist with a consistent read and replace(items)
 //     error / refused / stall -> exponential backoff with jitter, then watch again
+//   every request that follows a failure (the retried watch, the relist after 410 and
+//   the watch after it) first takes a slot from the agent's RecoveryPacer, which the
+//   agent's reflectors share: a fleet's reconnect after an API server restart spreads
+//   out instead of arriving in the same second (pacer.ts)
 //   a watch that stayed connected for backoff.resetAfterMs was healthy, however it
 //   ended: the backoff starts over, so one stall after a long healthy watch costs
 //   one short pause, not the delay that earlier failures had built up
@@ -16,8 +19,9 @@
 import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { Backoff, realClock, sleep, type Clock } from '../common/clock.ts';
-import { RELIST_JITTER_MS, STALL_MS, WATCH_BACKOFF, WATCH_TIMEOUT_SECONDS } from '../common/defaults.ts';
+import { RECOVERY_SPACING_MS, STALL_MS, WATCH_BACKOFF, WATCH_TIMEOUT_SECONDS } from '../common/defaults.ts';
 import { ApiError, type ApiClient } from './client.ts';
+import { RecoveryPacer } from './pacer.ts';
 
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } | undefined;
@@ -55,8 +59,11 @@ export interface ReflectorOptions<T extends KubeObject> {
   /** Server-side watch timeout range in seconds. */
   timeoutSeconds?: readonly [number, number];
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
-  /** A relist after 410 first waits a random delay up to this (spreads a fleet's relists). */
-  relistJitterMs?: number;
+  /**
+   * Paces the requests that follow a failure. Share one between an agent's reflectors: the
+   * bound is per agent. Default: a pacer of this reflector's own, RECOVERY_SPACING_MS apart.
+   */
+  pacer?: RecoveryPacer;
 }
 
 interface WatchEvent {
@@ -84,9 +91,9 @@ export class Reflector<T extends KubeObject> {
       stallMs: STALL_MS,
       timeoutSeconds: WATCH_TIMEOUT_SECONDS,
       backoff: WATCH_BACKOFF,
-      relistJitterMs: RELIST_JITTER_MS,
       observer: {},
       ...opts,
+      pacer: opts.pacer ?? new RecoveryPacer({ spacingMs: RECOVERY_SPACING_MS, clock: opts.clock ?? realClock, random: opts.random ?? Math.random }),
     };
     // Full jitter: every agent's watch breaks at the same instant when the API server restarts.
     this.#backoff = new Backoff({ ...this.#o.backoff, random: this.#o.random, fullJitter: true });
@@ -104,23 +111,35 @@ export class Reflector<T extends KubeObject> {
   /** Runs until the signal aborts. Never throws: failures are retried with backoff. */
   async run(signal: AbortSignal): Promise<void> {
     let reason: RestartReason = 'initial';
+    /** The next requests follow a failure: each takes a pacer slot first. */
+    let recovering = false;
     while (!signal.aborted) {
       const started = this.#o.clock.now();
       try {
-        if (this.#rv === undefined) await this.#list(reason, signal);
+        if (this.#rv === undefined) {
+          if (recovering) await this.#o.pacer.slot(signal);
+          if (signal.aborted) break;
+          await this.#list(reason, signal);
+        }
+        if (recovering) await this.#o.pacer.slot(signal);
+        if (signal.aborted) break;
         this.#o.observer.watchStarted?.(reason);
         await this.#watch(signal);
         this.#ended();
         reason = 'timeout';
+        recovering = false;
         // A watch that ends at once, repeatedly, must not become a request storm.
-        if (this.#o.clock.now() - started < 1_000) await this.#pause(new Error('watch ended immediately'), signal);
+        if (this.#o.clock.now() - started < 1_000) {
+          recovering = true;
+          await this.#pause(new Error('watch ended immediately'), signal);
+        }
       } catch (err) {
         this.#ended();
         if (signal.aborted) break;
+        recovering = true;
         if (err instanceof Gone) {
           this.#rv = undefined; // relist from a consistent read, then resume
           reason = 'expired';
-          await sleep(this.#o.clock, this.#o.random() * this.#o.relistJitterMs, signal);
           continue;
         }
         reason = err instanceof Stalled ? 'stall' : 'error';

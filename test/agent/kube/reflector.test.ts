@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backoff } from '../../../agent/common/clock.ts';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
+import { RecoveryPacer } from '../../../agent/kube/pacer.ts';
 import { Reflector, type KubeObject, type RestartReason } from '../../../agent/kube/reflector.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
 
@@ -39,7 +40,7 @@ class FakeApi implements ApiClient {
   }
 }
 
-function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; relistJitterMs?: number } = {}) {
+function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; pacer?: RecoveryPacer } = {}) {
   const seen = { replaced: [] as string[][], upserts: [] as string[], removes: [] as string[], starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[] };
   const r = new Reflector<Obj>({
     resource: 'things',
@@ -54,7 +55,7 @@ function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; re
     random: () => 1,
     stallMs: opts.stallMs ?? 60_000,
     backoff: { initialMs: 10, maxMs: 80, resetAfterMs: opts.resetAfterMs ?? 60_000 },
-    relistJitterMs: opts.relistJitterMs ?? 0,
+    pacer: opts.pacer ?? new RecoveryPacer({ spacingMs: 0 }),
   });
   const ac = new AbortController();
   const done = r.run(ac.signal);
@@ -183,15 +184,49 @@ describe('Reflector', () => {
     expect(seen.backoffs.slice(0, 4)).toEqual([10, 20, 40, 80]);
   });
 
-  it('waits a random delay before relisting after 410, so a fleet does not relist in the same second', async () => {
+  it('after 410 takes a pacer slot before the relist and another before the watch that follows it', async () => {
     const api = new FakeApi();
     api.lists.push(list('100', 'a'), list('900', 'b'));
-    const { seen } = start(api, { relistJitterMs: 300 }); // random() = 1: the whole window
+    const { seen } = start(api, { pacer: new RecoveryPacer({ spacingMs: 300, random: () => 1 }) }); // idle: the whole first interval
     await waitFor(() => api.streams.length === 1);
     const t = Date.now();
     api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
     await waitFor(() => seen.replaced.length === 2);
-    expect(Date.now() - t).toBeGreaterThanOrEqual(250);
+    const relistedAfter = Date.now() - t;
+    await waitFor(() => api.streams.length === 2);
+    expect(relistedAfter).toBeGreaterThanOrEqual(250);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(550); // the watch one spacing after the relist
+  });
+
+  it('paces the retries of two reflectors that share a pacer: one request per spacing between them', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'), list('100'));
+    const pacer = new RecoveryPacer({ spacingMs: 200, random: () => 0 });
+    start(api, { pacer });
+    start(api, { pacer });
+    await waitFor(() => api.streams.length === 2);
+    const watchesAt: number[] = [];
+    const origStream = api.stream.bind(api);
+    api.stream = (path, signal) => {
+      watchesAt.push(Date.now());
+      return origStream(path, signal);
+    };
+    for (let i = 0; i < 4; i++) api.watchFailures.push(new Error('ECONNREFUSED'));
+    api.streams[0]!.destroy(new Error('ECONNRESET')); // the server went away: both watches break
+    api.streams[1]!.destroy(new Error('ECONNRESET'));
+    await waitFor(() => api.streams.length === 4, { timeoutMs: 20_000 });
+    expect(watchesAt).toHaveLength(6); // 4 refused, then one watch each
+    for (let i = 1; i < watchesAt.length; i++) expect(watchesAt[i]! - watchesAt[i - 1]!).toBeGreaterThanOrEqual(180);
+  });
+
+  it('does not pace the re-watch after a healthy watch ends at its server-side timeout', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    start(api, { pacer: new RecoveryPacer({ spacingMs: 3_600_000, random: () => 1 }) }); // a paced request would wait an hour
+    await waitFor(() => api.streams.length === 1);
+    await new Promise((r) => setTimeout(r, 1_100)); // longer than an "ended immediately" watch
+    api.streams[0]!.end();
+    await waitFor(() => api.streams.length === 2);
   });
 });
 
