@@ -25,7 +25,7 @@ import { startBenchCluster } from './support/cluster.ts';
 import { ProbeProcess } from './support/ipc.ts';
 import { measureN, waitUntil } from './support/measure.ts';
 import { clearFiles, createPods, switchOwners, type BenchPod } from './support/pods.ts';
-import { IDLE_SCRAPES, SHIPPED_IDLE, updateDoc, type Results } from './support/report.ts';
+import { FEATURES_LABEL, IDLE_SCRAPES, SHIPPED_IDLE, updateDoc, type Results } from './support/report.ts';
 import { cpuBetween, sample } from './support/proc.ts';
 import { benchWebhook, printWebhook } from './webhook.ts';
 import { gitState, loadavg, machine } from './support/machine.ts';
@@ -106,6 +106,14 @@ const WHAT_IF: Record<string, Variant> = {
   memsaver: { label: "V8's default heap growth (without --memory-saver-mode)", nodeFlags: without(['--memory-saver-mode']) },
   lean: { label: 'no YAML parser, hand-written metrics and logger', shims: LEAN },
 };
+/**
+ * Every optional feature of the agent on (issue 19's budget), in the same run as the agent
+ * with its defaults: the CSI driver served (gRPC loaded), owners followed (the node
+ * labelled ownerrefs.dev/follow-owners=true; the bench pods' owners are ConfigMaps, so
+ * --follow-kinds adds them, and a ClusterRole lets the agent get them) and the node file
+ * (on by default). The webhook is its own process (bench/webhook.ts).
+ */
+const featureArgs = (work: string) => [`--csi-socket=${path.join(work, 'csi', 'csi.sock')}`, '--registration-dir=', '--follow-kinds=/v1/ConfigMap=configmaps'];
 const DEFAULT_WHAT_IF = ['nowatch', 'poolfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'lean'];
 const whatIfKeys = flags['what-if'] === undefined ? DEFAULT_WHAT_IF : flags['what-if'].split(',').filter(Boolean);
 for (const k of whatIfKeys) if (!WHAT_IF[k]) throw new Error(`--what-if: unknown ${k}; known: ${Object.keys(WHAT_IF).join(', ')}`);
@@ -150,6 +158,18 @@ async function main(): Promise<void> {
     await floor.call('start');
 
     const mo = { say, quietCpuS: flags.profile ? 0.015 : 0.002 };
+    await cluster.allowFollowing('configmaps');
+    /** Starts an agent with the node labelled to follow owners; the label goes when that agent stops. */
+    const withFeatures = async (start: () => Promise<RunningAgentProc>): Promise<RunningAgentProc> => {
+      await cluster.setNodeLabel('ownerrefs.dev/follow-owners', 'true');
+      const a = await start();
+      const stop = a.stop.bind(a);
+      a.stop = async () => {
+        await stop();
+        await cluster.setNodeLabel('ownerrefs.dev/follow-owners', null);
+      };
+      return a;
+    };
     const nodeArgs = flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(TMP, 'prof')}`] : [];
     const run = (main: string, extra: string[] = [], v: Variant = { label: 'as shipped' }) =>
       startAgent({
@@ -161,7 +181,7 @@ async function main(): Promise<void> {
 
     // --- Idle: no pod on the node has opted in.
     const idle: Record<string, unknown> = {};
-    const idleRuns: [string, () => Promise<RunningAgentProc>][] = [[SHIPPED_IDLE, () => run(mainJs)]];
+    const idleRuns: [string, () => Promise<RunningAgentProc>][] = [[SHIPPED_IDLE, () => run(mainJs)], [FEATURES_LABEL, () => withFeatures(() => run(mainJs, featureArgs(work)))]];
     if (flags.extras) {
       for (const v of IDLE_VARIANTS) idleRuns.push([v.label, () => run(mainJs, [], v)]);
       if (bundleJs) idleRuns.push(['bundled with rolldown', () => run(bundleJs)]);
@@ -210,6 +230,11 @@ async function main(): Promise<void> {
       perN.push(await measureN(n, pods, cluster, floor, files, () => run(mainJs), mo));
     }
     result.perN = perN;
+
+    // --- Every optional feature on, at the largest N, in this same run (issue 19's budget).
+    say(`every optional feature on at N=${pods.length}`);
+    await reset(pods);
+    result.featuresOn = { variant: FEATURES_LABEL, ...await measureN(pods.length, pods, cluster, floor, files, () => withFeatures(() => run(mainJs, featureArgs(work))), mo) };
 
     // --- What-if runs at the largest N (not the product as shipped; see docs/PERFORMANCE.md).
     const whatIf: Record<string, unknown>[] = [];

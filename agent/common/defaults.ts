@@ -33,11 +33,12 @@ export const WATCH_BACKOFF = { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_0
 /**
  * An agent's requests that follow a failure (retried watches, relists after 410) go out at
  * least this far apart, the first at a random point of the first interval (kube/pacer.ts).
- * A restarted API server then sees about 1 / 2.5 s = 0.4 requests per agent per second from
+ * A restarted API server then sees about 1 / 3 s = 0.33 requests per agent per second from
  * a fleet that reconnects at once, instead of all of them in the same second
- * (bench:fleet, docs/PERFORMANCE.md).
+ * (bench:fleet, docs/PERFORMANCE.md). An agent's six requests after a restart (a watch
+ * answered 410, a relist and a new watch, for pods and for its Node) take about 18 s.
  */
-export const RECOVERY_SPACING_MS = 2_500;
+export const RECOVERY_SPACING_MS = 3_000;
 
 /** Per-pod retry of a failed sync (a full or read-only volume, say). */
 export const SYNC_RETRY = { initialMs: 500, maxMs: 60_000 } as const;

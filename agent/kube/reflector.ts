@@ -5,11 +5,13 @@
 //   list (resourceVersion=0, from the watch cache) -> replace(items)
 //   loop: watch from the last resourceVersion seen (bookmarks included),
 //         allowWatchBookmarks, server-side timeoutSeconds randomised in 5-10 min
-//     normal end            -> watch again at once from the same resourceVersion
+//     end at its timeout    -> watch again at once from the same resourceVersion
+//     end before it         -> the server is draining or restarting ('closed'): watch
+//                              again from the same resourceVersion, paced (below)
 //     410 Gone / Expired    -> relist with a consistent read and replace(items)
 //     error / refused / stall -> exponential backoff with jitter, then watch again
-//   every request that follows a failure (the retried watch, the relist after 410 and
-//   the watch after it) first takes a slot from the agent's RecoveryPacer, which the
+//   every request that follows a failure or an early end (the retried watch, the relist
+//   after 410 and the watch after it) first takes a slot from the agent's RecoveryPacer, which the
 //   agent's reflectors share: a fleet's reconnect after an API server restart spreads
 //   out instead of arriving in the same second (pacer.ts)
 //   a watch that stayed connected for backoff.resetAfterMs was healthy, however it
@@ -36,7 +38,7 @@ export interface ReflectorHandler<T extends KubeObject> {
   remove?(obj: T): void;
 }
 
-export type RestartReason = 'initial' | 'timeout' | 'expired' | 'error' | 'stall';
+export type RestartReason = 'initial' | 'timeout' | 'closed' | 'expired' | 'error' | 'stall';
 
 export interface ReflectorObserver {
   watchStarted?(reason: RestartReason): void;
@@ -71,6 +73,9 @@ interface WatchEvent {
   object: KubeObject & { code?: number; reason?: string; message?: string };
 }
 
+/** A watch that ends before this share of its timeout was ended by the server, not timed out. */
+const EARLY_END = 0.9;
+
 class Gone extends Error {}
 class Stalled extends Error {}
 
@@ -83,6 +88,8 @@ export class Reflector<T extends KubeObject> {
   #downSince: number | undefined;
   /** When the current watch's response arrived; undefined while not connected. */
   #connectedAt: number | undefined;
+  /** The current watch's server-side timeout, in ms. */
+  #timeoutMs = 0;
 
   constructor(opts: ReflectorOptions<T>) {
     this.#o = {
@@ -125,9 +132,12 @@ export class Reflector<T extends KubeObject> {
         if (signal.aborted) break;
         this.#o.observer.watchStarted?.(reason);
         await this.#watch(signal);
+        // A server that ends a watch well before its timeout is going away (a graceful
+        // shutdown closes every watch at once): the next watch is paced like a retry.
+        const early = this.#connectedAt !== undefined && this.#o.clock.now() - this.#connectedAt < EARLY_END * this.#timeoutMs;
         this.#ended();
-        reason = 'timeout';
-        recovering = false;
+        reason = early ? 'closed' : 'timeout';
+        recovering = early;
         // A watch that ends at once, repeatedly, must not become a request storm.
         if (this.#o.clock.now() - started < 1_000) {
           recovering = true;
@@ -175,6 +185,7 @@ export class Reflector<T extends KubeObject> {
   async #watch(signal: AbortSignal): Promise<void> {
     const [lo, hi] = this.#o.timeoutSeconds;
     const timeout = Math.floor(lo + this.#o.random() * (hi - lo));
+    this.#timeoutMs = timeout * 1000;
     const path = `${this.#o.path}${sep(this.#o.path)}watch=true&allowWatchBookmarks=true` +
       `&resourceVersion=${encodeURIComponent(this.#rv ?? '')}&timeoutSeconds=${timeout}`;
     const ac = new AbortController();

@@ -1,9 +1,12 @@
 // Floor probe (child process): a bare watch client on the same API server, watching
-// the same pods as the agent (fieldSelector spec.nodeName). It records, per pod, when
-// the watch event carrying the expected owner arrived: the earliest any watcher could
-// know. It parses each event with JSON.parse, as any client (and the agent) must.
+// the same pods as the agent (fieldSelector spec.nodeName), one watch per node. It
+// records, per pod, when the watch event carrying the expected owner arrived: the
+// earliest any watcher could know. It parses each event with JSON.parse, as any client
+// (and the agent) must.
 //
-// argv: <kubeconfig> <node name>
+// argv: <kubeconfig> <node name>[,<node name>...]
+// arm: { expect: { podUid: ownerUid }, match?: 'first' (default: the first owner is it),
+//        'has' (some owner is it) or 'lacks' (no owner is it) }
 
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
@@ -11,10 +14,17 @@ import { KubeCredentials } from '../../agent/kube/kubeconfig.ts';
 import { serve } from '../support/ipc.ts';
 import { nowMs } from '../support/stats.ts';
 
-const [kubeconfig, nodeName] = process.argv.slice(2) as [string, string];
+const [kubeconfig, nodeNames] = process.argv.slice(2) as [string, string];
 const creds = KubeCredentials.fromFile(kubeconfig);
 const server = new URL(creds.getCurrentCluster().server);
-const selector = `fieldSelector=${encodeURIComponent(`spec.nodeName=${nodeName}`)}`;
+const selectorOf = (node: string) => `fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`;
+type Match = 'first' | 'has' | 'lacks';
+const matches: Record<Match, (owners: { uid: string }[], want: string) => boolean> = {
+  first: (o, want) => o[0]?.uid === want,
+  has: (o, want) => o.some((x) => x.uid === want),
+  lacks: (o, want) => !o.some((x) => x.uid === want),
+};
+let match: Match = 'first';
 
 interface PodEvent {
   type: string;
@@ -26,7 +36,6 @@ let seen = new Map<string, number>();
 let waiter: (() => void) | undefined;
 let events = 0;
 let bytes = 0;
-let rv = '';
 let agent: https.Agent | undefined;
 
 async function request(path: string): Promise<IncomingMessage> {
@@ -39,14 +48,15 @@ async function request(path: string): Promise<IncomingMessage> {
   });
 }
 
-async function list(): Promise<void> {
+async function list(selector: string): Promise<string> {
   const res = await request(`/api/v1/pods?${selector}&limit=1`);
   let text = '';
   for await (const c of res) text += String(c);
-  rv = (JSON.parse(text) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  return (JSON.parse(text) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
 }
 
-async function watchForever(): Promise<void> {
+async function watchForever(selector: string, from: string): Promise<void> {
+  let rv = from;
   for (;;) {
     const res = await request(`/api/v1/pods?${selector}&watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=3600`);
     if (res.statusCode !== 200) throw new Error(`watch: HTTP ${res.statusCode}`);
@@ -65,7 +75,7 @@ async function watchForever(): Promise<void> {
         if (ev.type === 'BOOKMARK' || !md?.uid) continue;
         events++;
         const want = expect.get(md.uid);
-        if (want !== undefined && !seen.has(md.uid) && md.ownerReferences?.[0]?.uid === want) {
+        if (want !== undefined && !seen.has(md.uid) && matches[match](md.ownerReferences ?? [], want)) {
           seen.set(md.uid, at);
           if (seen.size === expect.size) waiter?.();
         }
@@ -76,15 +86,21 @@ async function watchForever(): Promise<void> {
 
 serve({
   async start() {
-    await list();
-    void watchForever().catch((err: unknown) => {
-      process.stderr.write(`floor watch failed: ${String(err)}\n`);
-      process.exit(1);
-    });
-    return { rv };
+    const rvs: string[] = [];
+    for (const node of nodeNames.split(',')) {
+      const selector = selectorOf(node);
+      const rv = await list(selector);
+      rvs.push(rv);
+      void watchForever(selector, rv).catch((err: unknown) => {
+        process.stderr.write(`floor watch failed: ${String(err)}\n`);
+        process.exit(1);
+      });
+    }
+    return { rv: rvs[0] };
   },
   arm(m) {
     expect = new Map(Object.entries(m.expect as Record<string, string>));
+    match = (m.match as Match | undefined) ?? 'first';
     seen = new Map();
     return {};
   },

@@ -28,6 +28,10 @@ export interface BenchCluster {
   versions: { kubernetes: string; etcd: string };
   /** Requests the API server dispatched for the agent's ServiceAccount (APF counter). */
   agentRequests(): Promise<number>;
+  /** Lets the agent's ServiceAccount get this core resource (following owners of that kind). */
+  allowFollowing(resource: string): Promise<void>;
+  /** Sets (or, with null, removes) one label of the bench node. */
+  setNodeLabel(key: string, value: string | null): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -60,6 +64,18 @@ export async function startBenchCluster(nodeName: string, workDir: string): Prom
         return text.split('\n')
           .filter((l) => l.startsWith('apiserver_flowcontrol_dispatched_requests_total{') && l.includes(`flow_schema="${AGENT_FLOW_SCHEMA}"`))
           .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      },
+      async allowFollowing(resource) {
+        const name = `ownerrefs-bench-follow-${resource}`;
+        await apply(kc, [
+          { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules: [{ apiGroups: [''], resources: [resource], verbs: ['get'] }] } as KubernetesObject,
+          { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+            subjects: [{ kind: 'ServiceAccount', name: 'ownerrefs-agent', namespace: 'ownerrefs-system' }] } as KubernetesObject,
+        ]);
+      },
+      async setNodeLabel(key, value) {
+        await api.json('PATCH', `/api/v1/nodes/${nodeName}`, { metadata: { labels: { [key]: value } } }, MERGE);
       },
       async stop() {
         api.close();

@@ -13,6 +13,8 @@ export const idleShipped = (idle: Record<string, { rssMiB: number }>): number =>
 export const IDLE_SCRAPES = 600;
 /** The targets are in MB (10^6 bytes); RSS is measured in MiB. */
 export const MB_IN_MIB = 1e6 / 2 ** 20;
+/** The idle row and the variant of the agent with every optional feature on (bench/run.ts). */
+export const FEATURES_LABEL = 'every optional feature on (CSI driver, following owners, node file)';
 
 type D = { p50: number; p95: number; p99: number; max: number };
 interface PerN {
@@ -41,6 +43,8 @@ export interface Results {
   idle: Record<string, { rssMiB: number; rssAfterScrapesMiB?: number; startedMs: number; load: number[] }>;
   perN: PerN[];
   whatIf?: PerN[];
+  /** The agent with every optional feature on, at the largest N, same run (bench/run.ts FEATURES_LABEL). */
+  featuresOn?: PerN;
   resync?: { n: number; cpuPerResyncS: number; filesVerified: number; load: number[] };
 }
 
@@ -104,6 +108,7 @@ export function markdown(r: Results): string {
     row(['0 file writes for unrelated churn', r.perN.map((p) => `${p.churn.fileWrites} (N=${p.n})`).join(', '), met(r.perN.every((p) => p.churn.fileWrites === 0))]),
     row(['0 API requests per pod start; one list+watch for pods and one for the Node',
       r.perN.map((p) => `${p.api.apiServerCounted} (N=${p.n})`).join(', ') + ' requests per agent life', met(r.perN.every((p) => p.api.apiServerCounted === 4 && p.api.agentMetricTotal === 4))]),
+    ...featureTargets(r, met),
     row(['cost per event independent of N', 'CPU per churn event: ' + r.perN.map((p) => `${f(p.churn.agentCpuPerEventUs, 0)} µs (N=${p.n})`).join(', ') +
       '; per owner change: ' + r.perN.map((p) => `${f(p.propagation.agentCpuPerEventUs / 1000, 2)} ms`).join(', '), 'see text'],
     ),
@@ -119,6 +124,12 @@ export function markdown(r: Results): string {
       `${f(v.startedMs, 0)} ms`, load(v.load)])),
     '',
   ];
+  if (r.featuresOn) {
+    lines.push(`#### Every optional feature on, at N=${r.featuresOn.n} (same run; the row above it is the agent with its defaults)`, '',
+      `The CSI driver served (gRPC loaded, no CSI volume on the node), owners followed (the node labelled \`ownerrefs.dev/follow-owners=true\`; ` +
+      'the bench pods\' owners are ConfigMaps, added with `--follow-kinds`), the node file. API requests include one metadata read per owner.', '',
+      ...perNTable([{ ...big, variant: 'defaults (from the table above)' }, { ...r.featuresOn, variant: 'every optional feature on' }], 'agent'), '');
+  }
   if (r.whatIf?.length) {
     lines.push(`#### What-if variants at N=${r.whatIf[0]!.n} (not the product as shipped; same run, same cluster)`, '',
       ...perNTable([{ ...big, variant: 'as shipped (from the table above)' }, ...r.whatIf], 'variant'), '');
@@ -129,6 +140,21 @@ export function markdown(r: Results): string {
   }
   lines.push(END);
   return lines.join('\n');
+}
+
+/** The budget rows for the agent with every optional feature on, when the run measured it. */
+function featureTargets(r: Results, met: (ok: boolean) => string): string[] {
+  const fo = r.featuresOn;
+  const idle = r.idle[FEATURES_LABEL];
+  if (!fo || !idle) return [];
+  const idleMax = Math.max(idle.rssMiB, idle.rssAfterScrapesMiB ?? 0);
+  return [
+    row(['every optional feature on: propagation p99 ≤ 50 ms', `${f(fo.propagation.agentMs.p99)} ms`, met(fo.propagation.agentMs.p99 <= 50)]),
+    row(['every optional feature on: p99 ≤ 1.5 × floor p99', `${f(fo.propagation.ratio.p99)}× (floor p99 ${f(fo.propagation.floorMs.p99)} ms)`, met(fo.propagation.ratio.p99 <= 1.5)]),
+    row(['every optional feature on: RSS ≤ 70 MB idle', `${f(idle.rssMiB)} MiB (${f(idle.rssMiB / MB_IN_MIB)} MB)` +
+      (idle.rssAfterScrapesMiB === undefined ? '' : `; ${f(idle.rssAfterScrapesMiB)} MiB (${f(idle.rssAfterScrapesMiB / MB_IN_MIB)} MB) after the scrapes`), met(idleMax / MB_IN_MIB <= 70)]),
+    row(['every optional feature on: RSS ≤ 100 MB at N = 1,000', `${f(fo.memory.peakRssMiB)} MiB peak (${f(fo.memory.peakRssMiB / MB_IN_MIB)} MB)`, met(fo.memory.peakRssMiB / MB_IN_MIB <= 100)]),
+  ];
 }
 
 /** Replaces the generated part of a Markdown file (between BEGIN and END). */

@@ -40,7 +40,7 @@ class FakeApi implements ApiClient {
   }
 }
 
-function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; pacer?: RecoveryPacer } = {}) {
+function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; pacer?: RecoveryPacer; timeoutSeconds?: [number, number] } = {}) {
   const seen = { replaced: [] as string[][], upserts: [] as string[], removes: [] as string[], starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[] };
   const r = new Reflector<Obj>({
     resource: 'things',
@@ -56,6 +56,7 @@ function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; pa
     stallMs: opts.stallMs ?? 60_000,
     backoff: { initialMs: 10, maxMs: 80, resetAfterMs: opts.resetAfterMs ?? 60_000 },
     pacer: opts.pacer ?? new RecoveryPacer({ spacingMs: 0 }),
+    ...(opts.timeoutSeconds ? { timeoutSeconds: opts.timeoutSeconds } : {}),
   });
   const ac = new AbortController();
   const done = r.run(ac.signal);
@@ -222,11 +223,27 @@ describe('Reflector', () => {
   it('does not pace the re-watch after a healthy watch ends at its server-side timeout', async () => {
     const api = new FakeApi();
     api.lists.push(list('100'));
-    start(api, { pacer: new RecoveryPacer({ spacingMs: 3_600_000, random: () => 1 }) }); // a paced request would wait an hour
+    const { seen } = start(api, { pacer: new RecoveryPacer({ spacingMs: 3_600_000, random: () => 1 }), timeoutSeconds: [1, 1] }); // a paced request would wait an hour
     await waitFor(() => api.streams.length === 1);
-    await new Promise((r) => setTimeout(r, 1_100)); // longer than an "ended immediately" watch
+    await new Promise((r) => setTimeout(r, 1_100)); // the 1 s timeout reached (and longer than an "ended immediately" watch)
     api.streams[0]!.end();
     await waitFor(() => api.streams.length === 2);
+    expect(seen.starts).toEqual(['initial', 'timeout']);
+  });
+
+  it('paces the re-watch when the server ends a watch well before its timeout (an API server draining)', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    const { seen } = start(api, { pacer: new RecoveryPacer({ spacingMs: 300, random: () => 1 }), timeoutSeconds: [60, 60] });
+    await waitFor(() => api.streams.length === 1);
+    await new Promise((r) => setTimeout(r, 1_100)); // not an "ended immediately" watch: no backoff
+    const t = Date.now();
+    api.streams[0]!.end();
+    await waitFor(() => api.streams.length === 2);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(250);
+    expect(seen.starts).toEqual(['initial', 'closed']);
+    expect(seen.backoffs).toEqual([]);
+    expect(param(api.watchPaths[1]!, 'resourceVersion')).toBe('100');
   });
 });
 
