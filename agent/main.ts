@@ -117,5 +117,9 @@ main(argv).then(
     // The stack is for us, not the user: only on request.
     if (argv.includes('--debug') && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
     process.exitCode = isUsageError(err) ? 2 : 1;
+    // A start that failed half-way can leave handles open (the directory watch, timers):
+    // exit rather than idle unready with no health endpoint. Unref'd: it never delays a
+    // process that would end anyway, and stderr has the time to flush.
+    setTimeout(() => process.exit(), 500).unref();
   },
 );

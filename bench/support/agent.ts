@@ -36,6 +36,9 @@ export function buildAgent(ref?: string, dir?: string): BuiltAgent {
   }
   // --noCheck: emit only; type errors are the type-check's business, not the benchmark's.
   execFileSync(process.execPath, [TSC, '-p', path.join(src, 'tsconfig.build.json'), '--noCheck', '--outDir', path.join(src, 'dist')], { stdio: 'inherit' });
+  // As the Dockerfile does: the CSI driver loads its .proto files from beside the compiled code.
+  const proto = path.join(src, 'agent', 'csi', 'proto');
+  if (existsSync(proto)) cpSync(proto, path.join(src, 'dist', 'agent', 'csi', 'proto'), { recursive: true });
   const main = path.join(src, 'dist', 'agent', 'main.js');
   if (!existsSync(main)) throw new Error(`build produced no ${main}`);
   return { main, nodeFlags: ref ? nodeFlagsOf(path.join(src, 'agent', 'config.ts')) : NODE_FLAGS };
@@ -165,6 +168,7 @@ export async function startAgent(opts: {
       return n;
     },
     async ready() {
+      if (child.exitCode !== null) throw new Error(`the agent exited (${child.exitCode}) before it was ready: ${this.logs().slice(-2000)}`);
       try {
         return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
       } catch {

@@ -1,0 +1,77 @@
+// The API server's own numbers, for bench:fleet: its CPU seconds and RSS (from /proc), its
+// open watches (apiserver_longrunning_requests) and the requests it dispatched per
+// FlowSchema (apiserver_flowcontrol_dispatched_requests_total), which tells kubelets'
+// requests from the agents' (the agents have a FlowSchema of their own, bench/support/cluster.ts).
+
+import path from 'node:path';
+import type { ControlPlane } from '../../../localcluster/controlplane/controlplane.ts';
+import { httpCall } from '../../../localcluster/controlplane/net.ts';
+import { AGENT_FLOW_SCHEMA } from '../cluster.ts';
+import { sample } from '../proc.ts';
+
+/** The suggested FlowSchemas that match kubelets (group system:nodes): leases and node status, and the rest. */
+export const KUBELET_FLOW_SCHEMAS = ['system-node-high', 'system-nodes'];
+
+export interface ApiServerSample {
+  cpuS: number;
+  rssMiB: number;
+  watches: number;
+  podAndNodeWatches: number;
+  /** Requests dispatched since the API server started, by FlowSchema. */
+  dispatched: Record<string, number>;
+}
+
+export async function apiServer(cp: ControlPlane): Promise<ApiServerSample> {
+  const p = sample(cp.pids.apiserver!);
+  const tls = { ca: cp.caPath, cert: path.join(cp.workDir, 'pki', 'admin.crt'), key: path.join(cp.workDir, 'pki', 'admin.key') };
+  const text = (await httpCall(`${cp.server}/metrics`, { tls })).body;
+  const lines = text.split('\n');
+  const value = (l: string) => Number(l.slice(l.lastIndexOf(' ') + 1));
+  const sum = (name: string, filter: (l: string) => boolean) => lines.filter((l) => l.startsWith(`${name}{`) && filter(l)).reduce((n, l) => n + value(l), 0);
+  const dispatched: Record<string, number> = {};
+  for (const l of lines.filter((x) => x.startsWith('apiserver_flowcontrol_dispatched_requests_total{'))) {
+    const fs = /flow_schema="([^"]+)"/.exec(l)?.[1] ?? '?';
+    dispatched[fs] = (dispatched[fs] ?? 0) + value(l);
+  }
+  const watch = (l: string) => l.includes('verb="WATCH"');
+  return {
+    cpuS: p.cpuS, rssMiB: p.rssMiB, watches: sum('apiserver_longrunning_requests', watch),
+    podAndNodeWatches: sum('apiserver_longrunning_requests', (l) => watch(l) && /group="",resource="(pods|nodes)"/.test(l)), dispatched,
+  };
+}
+
+export const kubeletRequests = (s: ApiServerSample) => KUBELET_FLOW_SCHEMAS.reduce((n, fs) => n + (s.dispatched[fs] ?? 0), 0);
+export const agentRequests = (s: ApiServerSample) => s.dispatched[AGENT_FLOW_SCHEMA] ?? 0;
+const allRequests = (s: ApiServerSample) => Object.values(s.dispatched).reduce((n, x) => n + x, 0);
+
+export interface Window {
+  apiserverCpuPerSecond: number;
+  apiserverRssMiB: number;
+  openWatches: number;
+  openPodAndNodeWatches: number;
+  requestsPerSecond: { kubelets: number; agents: number; all: number };
+}
+
+export function delta(a: ApiServerSample, b: ApiServerSample, seconds: number): Window {
+  const rate = (f: (s: ApiServerSample) => number) => (f(b) - f(a)) / seconds;
+  return {
+    apiserverCpuPerSecond: (b.cpuS - a.cpuS) / seconds,
+    apiserverRssMiB: b.rssMiB,
+    openWatches: b.watches,
+    openPodAndNodeWatches: b.podAndNodeWatches,
+    requestsPerSecond: { kubelets: rate(kubeletRequests), agents: rate(agentRequests), all: rate(allRequests) },
+  };
+}
+
+/** One measured window of `seconds`. */
+export async function measureWindow(cp: ControlPlane, seconds: number): Promise<Window> {
+  const a = await apiServer(cp);
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  return delta(a, await apiServer(cp), seconds);
+}
+
+export function describeWindow(d: Window): string {
+  return `API server ${d.apiserverCpuPerSecond.toFixed(3)} CPU-s/s, RSS ${d.apiserverRssMiB.toFixed(0)} MiB, ${d.openWatches} open watches ` +
+    `(${d.openPodAndNodeWatches} of pods or nodes); requests/s kubelets ${d.requestsPerSecond.kubelets.toFixed(2)}, ` +
+    `agents ${d.requestsPerSecond.agents.toFixed(2)}, all ${d.requestsPerSecond.all.toFixed(2)}`;
+}
