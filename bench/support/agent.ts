@@ -168,7 +168,7 @@ export async function startAgent(opts: {
       return n;
     },
     async ready() {
-      if (child.exitCode !== null) throw new Error(`the agent exited (${child.exitCode}) before it was ready: ${this.logs().slice(-2000)}`);
+      if (child.exitCode !== null) throw new Error(`the agent exited (${child.exitCode}) before it was ready: ${raw.slice(-2000)}`);
       try {
         return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
       } catch {

@@ -28,18 +28,23 @@ export interface HollowNode {
   stop(): Promise<void>;
 }
 
-export async function startHollowNode(opts: { cp: ControlPlane; name: string; binDir: string }): Promise<HollowNode> {
+/**
+ * `memoryRoot`: the kubelet root on tmpfs (/dev/shm), as a `medium: Memory` emptyDir is on a
+ * real node (the hollow kubelet's fake mounter mounts nothing: volumes are plain directories).
+ */
+export async function startHollowNode(opts: { cp: ControlPlane; name: string; binDir: string; memoryRoot?: boolean }): Promise<HollowNode> {
   await reapLeftoverHollowNodes();
   const workDir = await mkdtemp(path.join(os.tmpdir(), HOLLOW_WORKDIR_PREFIX));
   const logsDir = path.join(workDir, 'logs');
-  const kubeletRoot = path.join(workDir, 'kubelet');
-  await Promise.all([mkdir(logsDir), mkdir(kubeletRoot)]);
+  const kubeletRoot = opts.memoryRoot ? await mkdtemp(path.join('/dev/shm', HOLLOW_WORKDIR_PREFIX)) : path.join(workDir, 'kubelet');
+  await Promise.all([mkdir(logsDir), mkdir(kubeletRoot, { recursive: true })]);
   const sup = new Supervisor(workDir, logsDir);
   let kubelet: Component | undefined;
   const stop = async () => {
     if (kubelet) await sup.terminate(kubelet);
     await sup.close();
     await rm(workDir, { recursive: true, force: true });
+    if (opts.memoryRoot) await rm(kubeletRoot, { recursive: true, force: true });
   };
   try {
     const cert = await opts.cp.issueClientCert(`hollow-${opts.name}`, `/O=system:nodes/CN=system:node:${opts.name}`);

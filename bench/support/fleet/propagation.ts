@@ -6,6 +6,7 @@
 // clocks are CLOCK_MONOTONIC. The controllers ignore non-controller owners, so the
 // rounds do not fight them.
 
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { KubeApiClient } from '../../../agent/kube/client.ts';
 import { project, type OwnerReference } from '../../../projections/index.ts';
@@ -47,6 +48,8 @@ export async function propagationOnNodes(o: {
       dir: path.join(roots.get(p.spec.nodeName!)!, 'pods', p.metadata.uid, 'volumes', 'kubernetes.io~empty-dir', 'podinfo'),
     }));
   if (pods.length === 0) throw new Error('propagation: no running pod on the probe nodes');
+  const gone = pods.filter((p) => !existsSync(p.dir));
+  if (gone.length) throw new Error(`propagation: ${gone.length} running pods have no volume directory (${gone[0]!.dir})`);
 
   const floor = new ProbeProcess(path.join(PROBES, 'floor.ts'), [o.kubeconfig, o.nodes.map((n) => n.name).join(',')]);
   const files = new ProbeProcess(path.join(PROBES, 'files.ts'));
