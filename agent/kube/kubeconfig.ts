@@ -30,6 +30,15 @@ import { ConfigError } from '../common/errors.ts';
 
 // yaml is loaded only when a kubeconfig file is read: in a pod (in-cluster) it is not
 // needed, and it costs ~2.5 MB RSS. Synchronous, because loading credentials is.
+/** The document when `text` is a JSON object, else undefined (then it is read as YAML). */
+function jsonObject(text: string): unknown {
+  if (!text.trimStart().startsWith('{')) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
 const parseYaml = (text: string): unknown => (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text);
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -108,7 +117,9 @@ export class KubeCredentials {
   static fromString(text: string, baseDir: string, opts: LoadOptions = {}, source = 'kubeconfig'): KubeCredentials {
     let doc: unknown;
     try {
-      doc = parseYaml(text); // YAML 1.2 is a superset of JSON: both forms load
+      // JSON (what tools that write kubeconfigs for programs often emit) without loading the
+      // YAML parser, which costs the agent about 1 MiB; anything else is YAML, a superset.
+      doc = jsonObject(text) ?? parseYaml(text);
     } catch (err) {
       throw new KubeconfigError(`${source}: not valid YAML or JSON: ${(err as Error).message}`);
     }

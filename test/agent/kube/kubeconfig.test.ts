@@ -9,6 +9,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import { KubeApiClient } from '../../../agent/kube/client.ts';
 import { KubeconfigError, KubeCredentials, TOKEN_REREAD_MS } from '../../../agent/kube/kubeconfig.ts';
 import { ConfigError } from '../../../agent/common/errors.ts';
@@ -257,5 +258,30 @@ process.on('exit', () => process.stdout.write(JSON.stringify(seen)));`;
     const urls = JSON.parse(out) as string[];
     expect(urls.some((u) => u.includes('/agent/kube/kubeconfig.ts'))).toBe(true);
     expect(urls.filter((u) => u.includes('@kubernetes/client-node'))).toEqual([]);
+  });
+});
+
+describe('a JSON kubeconfig', () => {
+  const loadsYaml = (text: string) => {
+    const hook = `import { registerHooks } from 'node:module';
+const seen = [];
+registerHooks({ resolve(spec, ctx, next) { const r = next(spec, ctx); seen.push(r.url); return r; } });
+process.on('exit', () => process.stdout.write(JSON.stringify(seen)));`;
+    const out = execFileSync(process.execPath, [
+      '--import', `data:text/javascript,${encodeURIComponent(hook)}`, '--input-type=module', '-e',
+      `const { KubeCredentials } = await import(${JSON.stringify(path.join(ROOT, 'agent', 'kube', 'kubeconfig.ts'))});
+       KubeCredentials.fromString(${JSON.stringify(text)}, '/');`,
+    ], { cwd: ROOT, encoding: 'utf8' });
+    return (JSON.parse(out) as string[]).some((u) => /\/node_modules\/yaml\//.test(u));
+  };
+
+  it('loads without the YAML parser (about 1 MiB of the agent), and a YAML one still loads it', () => {
+    const json = kubeconfig({});
+    expect(loadsYaml(json)).toBe(false);
+    expect(loadsYaml(YAML.stringify(JSON.parse(json)))).toBe(true);
+  });
+
+  it('that is not valid JSON is read as YAML, with the YAML error', () => {
+    expect(() => KubeCredentials.fromString('{ "apiVersion": "v1", ', '/')).toThrow(/not valid YAML or JSON/);
   });
 });
