@@ -105,6 +105,7 @@ const WHAT_IF: Record<string, Variant> = {
   malloc: { label: 'malloc thresholds fixed at 128 KiB', env: MALLOC_FIXED },
   memsaver: { label: "V8's default heap growth (without --memory-saver-mode)", nodeFlags: without(['--memory-saver-mode']) },
   lean: { label: 'no YAML parser, hand-written metrics and logger', shims: LEAN },
+  lite: { label: "V8's lite mode (NODE_FLAGS plus --lite-mode: no Sparkplug, no feedback vectors)", nodeFlags: [...NODE_FLAGS, '--lite-mode'] },
 };
 /**
  * Every optional feature of the agent on (issue 19's budget), in the same run as the agent
@@ -113,8 +114,11 @@ const WHAT_IF: Record<string, Variant> = {
  * --follow-kinds adds them, and a ClusterRole lets the agent get them) and the node file
  * (on by default). The webhook is its own process (bench/webhook.ts).
  */
-const featureArgs = (work: string) => [`--csi-socket=${path.join(work, 'csi', 'csi.sock')}`, '--registration-dir=', '--follow-kinds=/v1/ConfigMap=configmaps'];
-const DEFAULT_WHAT_IF = ['nowatch', 'poolfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'lean'];
+const followArgs = ['--follow-kinds=/v1/ConfigMap=configmaps'];
+const featureArgs = (work: string) => [`--csi-socket=${path.join(work, 'csi', 'csi.sock')}`, '--registration-dir=', ...followArgs];
+/** The same without the CSI driver: what gRPC costs of the above. */
+const FOLLOW_LABEL = 'following owners and the node file (emptyDir mode: no CSI driver)';
+const DEFAULT_WHAT_IF = ['nowatch', 'poolfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'lean', 'lite'];
 const whatIfKeys = flags['what-if'] === undefined ? DEFAULT_WHAT_IF : flags['what-if'].split(',').filter(Boolean);
 for (const k of whatIfKeys) if (!WHAT_IF[k]) throw new Error(`--what-if: unknown ${k}; known: ${Object.keys(WHAT_IF).join(', ')}`);
 const t0 = nowMs();
@@ -181,7 +185,8 @@ async function main(): Promise<void> {
 
     // --- Idle: no pod on the node has opted in.
     const idle: Record<string, unknown> = {};
-    const idleRuns: [string, () => Promise<RunningAgentProc>][] = [[SHIPPED_IDLE, () => run(mainJs)], [FEATURES_LABEL, () => withFeatures(() => run(mainJs, featureArgs(work)))]];
+    const idleRuns: [string, () => Promise<RunningAgentProc>][] = [[SHIPPED_IDLE, () => run(mainJs)], [FEATURES_LABEL, () => withFeatures(() => run(mainJs, featureArgs(work)))],
+      [FOLLOW_LABEL, () => withFeatures(() => run(mainJs, followArgs))]];
     if (flags.extras) {
       for (const v of IDLE_VARIANTS) idleRuns.push([v.label, () => run(mainJs, [], v)]);
       if (bundleJs) idleRuns.push(['bundled with rolldown', () => run(bundleJs)]);

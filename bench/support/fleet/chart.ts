@@ -4,7 +4,13 @@
 // one request per agent per second drawn in; (2) propagation p99 per probe node, the
 // agent against the bare-watch floor on that node, measured at the same time.
 
-interface StormPart { agents: number; agentAnsweredRequestsPerSecond: number[]; serverCountedPerSecond?: { kubelets: number | null }[]; apiserverRestartSeconds?: number; everyWatchBackAfterSeconds?: number }
+interface Interval { from: number; to: number; perSecond: number }
+/** This run's storm (intervals), or an older result's (a count per second from the restart). */
+interface StormPart {
+  agents?: number; agentAnswered?: Interval[]; serverKubelets?: Interval[];
+  agentAnsweredRequestsPerSecond?: number[]; everyWatchBackAfterSeconds?: number;
+}
+const answeredOf = (s: StormPart): Interval[] => s.agentAnswered ?? (s.agentAnsweredRequestsPerSecond ?? []).map((v, i) => ({ from: i, to: i + 1, perSecond: v }));
 export interface FleetChartInput {
   date: string; nodes: number;
   reconnect: StormPart;
@@ -25,20 +31,20 @@ export function renderFleetChart(r: FleetChartInput, baseline?: FleetChartInput)
     rect(0, 0, 1100, 420, 'fill="white"'),
     t(20, 24, `bench:fleet, ${r.date.slice(0, 16).replace('T', ' ')} UTC: ${r.nodes} hollow nodes, one agent each`, 'font-size="15" font-weight="bold"'));
 
-  // (1) The storm.
-  const now = r.reconnect.agentAnsweredRequestsPerSecond.map((x) => Math.max(0, x) / r.reconnect.agents);
-  const before = baseline?.reconnect.agentAnsweredRequestsPerSecond.map((x) => Math.max(0, x) / baseline.reconnect.agents) ?? [];
-  const kubelets = (r.reconnect.serverCountedPerSecond ?? []).map((s) => (s.kubelets === null ? null : s.kubelets / r.nodes));
-  const seconds = Math.max(now.length, before.length, kubelets.length, 10);
-  const top = Math.max(2, Math.ceil(Math.max(...now, ...before, ...kubelets.map((k) => k ?? 0)) * 2) / 2);
+  // (1) The storm: each interval a bar from its start to its end.
+  const perAgent = (xs: Interval[], n: number) => xs.map((x) => ({ ...x, perSecond: Math.max(0, x.perSecond) / n }));
+  const now = perAgent(answeredOf(r.reconnect), r.reconnect.agents ?? r.nodes);
+  const before = baseline ? perAgent(answeredOf(baseline.reconnect), baseline.reconnect.agents ?? baseline.nodes) : [];
+  const kubelets = perAgent(r.reconnect.serverKubelets ?? [], r.nodes);
+  const seconds = Math.ceil(Math.max(10, ...[...now, ...before, ...kubelets].map((x) => x.to)));
+  const top = Math.max(2, Math.ceil(Math.max(...[...now, ...before, ...kubelets].map((x) => x.perSecond)) * 2) / 2);
   const x = (s: number) => P.x + (s / seconds) * P.w;
   const y = (v: number) => P.y + P.h - (v / top) * P.h;
   out.push(t(P.x, P.y - 18, 'Reconnect storm: requests the API server answered, per agent per second', 'font-weight="bold"'));
   for (let v = 0; v <= top + 1e-9; v += 0.5) out.push(ln(P.x, y(v), P.x + P.w, y(v), 'stroke="#eee"'), t(P.x - 8, y(v) + 4, v.toFixed(1), 'text-anchor="end"'));
-  const bw = P.w / seconds / 2.4;
-  before.forEach((v, s) => out.push(rect(x(s) + bw * 0.2, y(v), bw, P.y + P.h - y(v), 'fill="#bbb"')));
-  now.forEach((v, s) => out.push(rect(x(s) + bw * 1.2, y(v), bw, P.y + P.h - y(v), 'fill="#1f77b4"')));
-  const pts = kubelets.map((k, s) => (k === null ? '' : `${(x(s) + bw * 1.2).toFixed(1)},${y(k).toFixed(1)}`)).filter(Boolean);
+  for (const b of before) out.push(rect(x(b.from), y(b.perSecond), x(b.to) - x(b.from), P.y + P.h - y(b.perSecond), 'fill="#bbb" fill-opacity="0.7"'));
+  for (const b of now) out.push(rect(x(b.from), y(b.perSecond), x(b.to) - x(b.from), P.y + P.h - y(b.perSecond), 'fill="#1f77b4" fill-opacity="0.8"'));
+  const pts = kubelets.flatMap((k) => [`${x(k.from).toFixed(1)},${y(k.perSecond).toFixed(1)}`, `${x(k.to).toFixed(1)},${y(k.perSecond).toFixed(1)}`]);
   if (pts.length) out.push(`<polyline points="${pts.join(' ')}" fill="none" stroke="#ff7f0e" stroke-width="2"/>`);
   out.push(ln(P.x, y(1), P.x + P.w, y(1), 'stroke="#d62728" stroke-dasharray="6 4"'), t(P.x + P.w - 4, y(1) - 5, 'one request per agent per second', 'text-anchor="end" fill="#d62728"'));
   for (let s = 0; s <= seconds; s += Math.ceil(seconds / 10)) out.push(t(x(s), P.y + P.h + 16, String(s), 'text-anchor="middle"'));
@@ -48,8 +54,8 @@ export function renderFleetChart(r: FleetChartInput, baseline?: FleetChartInput)
     out.push(ln(b, P.y, b, P.y + P.h, 'stroke="#2ca02c"'), t(b - 4, P.y + 12, 'every watch back', 'text-anchor="end" fill="#2ca02c"'));
   }
   out.push(ln(P.x, P.y + P.h, P.x + P.w, P.y + P.h, 'stroke="black"'), ln(P.x, P.y, P.x, P.y + P.h, 'stroke="black"'));
-  const legend: [string, string][] = [['#1f77b4', `agents, this run (${r.reconnect.agents})`], ['#ff7f0e', 'kubelets, per node (the API server\'s count, once it is back)']];
-  if (baseline) legend.unshift(['#bbb', `agents before the recovery pacer (${baseline.date.slice(0, 10)}, ${baseline.reconnect.agents} agents)`]);
+  const legend: [string, string][] = [['#1f77b4', `agents, this run (${r.reconnect.agents ?? r.nodes})`], ['#ff7f0e', 'kubelets, per node (the API server\'s count, once it is back)']];
+  if (baseline) legend.unshift(['#bbb', `agents before the recovery pacer (${baseline.date.slice(0, 10)}, ${baseline.reconnect.agents ?? baseline.nodes} agents)`]);
   legend.forEach(([c, s], i) => out.push(rect(P.x, P.y + P.h + 48 + i * 16, 10, 10, `fill="${c}"`), t(P.x + 16, P.y + P.h + 57 + i * 16, s)));
 
   // (2) Propagation per node.

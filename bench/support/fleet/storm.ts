@@ -1,28 +1,34 @@
 // The reconnect storm, for bench:fleet: the API server restarted with every agent connected.
-// Per second from the restart: the requests the agents made (their own
-// ownerrefs_api_requests_total, which counts refused connections during the outage too),
-// those of them the API server answered, and, once it is back, what it dispatched for the
-// kubelets and for the agents (its own counters, which start from zero). Done when the
-// restarted server holds as many pod and Node watches as before (kubelets' and agents').
+// Two samplers run side by side from the restart, each on its own clock:
+//   agents  once a second, one /metrics read per agent: ownerrefs_api_requests_total by
+//           status code (which counts refused connections during the outage too, as
+//           code="error"); rates are per actual interval, since reading 50 agents can
+//           take longer than the second it describes;
+//   server  once the API server is back, once a second: what it dispatched for the
+//           kubelets and for the agents (its own counters, which start from zero) and its
+//           open watches. Done when it holds as many pod and Node watches as before.
 
 import type { AgentProcess } from '../../../localcluster/agentproc.ts';
 import type { ControlPlane } from '../../../localcluster/controlplane/controlplane.ts';
 import { agentRequests, apiServer, kubeletRequests } from './apiserver.ts';
 
+/** One sampling interval: [from, to) in seconds since the restart began, and rates per second in it. */
+export interface Interval { from: number; to: number; perSecond: number }
 export interface Storm {
   agents: number;
   apiserverRestartSeconds: number | undefined;
   podAndNodeWatchesBefore: number;
   everyWatchBackAfterSeconds: number | undefined;
-  /** Index i: the second [i, i+1) after the restart began. */
-  agentRequestsPerSecond: number[];
-  agentAnsweredRequestsPerSecond: number[];
-  /** From the restarted API server's counters; null while it was down. */
-  serverCountedPerSecond: { kubelets: number | null; agents: number | null }[];
-  agentRequestsPeakPerSecond: number;
-  agentAnsweredRequestsPeakPerSecond: number;
-  /** The answered peak divided by the number of agents: the issue's "per agent per second". */
-  answeredPeakPerAgent: number;
+  /** Requests the agents made (all), and those the API server answered (any HTTP status). */
+  agentAttempts: Interval[];
+  agentAnswered: Interval[];
+  /** The agents' answered requests by status code, over the whole storm. */
+  agentAnsweredByCode: Record<string, number>;
+  /** From the restarted API server's counters. */
+  serverKubelets: Interval[];
+  serverAgents: Interval[];
+  /** Peaks, per agent (or, for the kubelets, per node) per second. */
+  peakPerAgent: { attempts: number; answered: number; serverCounted: number; kubeletsServerCountedPerNode: number };
   agentRequestsTotal: number;
   agentRelists: number;
   kubeletRequestsInWindow: number;
@@ -30,64 +36,95 @@ export interface Storm {
 }
 
 const LIMIT_S = 120;
+const TICK_MS = 1_000;
+
+async function byCode(agents: AgentProcess[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  await Promise.all(agents.map(async (a) => {
+    const { body } = await a.get('/metrics').catch(() => ({ body: '' }));
+    for (const l of body.split('\n').filter((x) => x.startsWith('ownerrefs_api_requests_total{'))) {
+      const code = /code="([^"]*)"/.exec(l)?.[1] ?? '?';
+      out[code] = (out[code] ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1));
+    }
+  }));
+  return out;
+}
+
+const sum = (r: Record<string, number>, keep = (_c: string) => true) => Object.entries(r).filter(([c]) => keep(c)).reduce((n, [, v]) => n + v, 0);
 
 export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): Promise<Storm> {
-  const total = async (name: string, labels = '') => (await Promise.all(agents.map((a) => a.metric(name, labels).catch(() => 0)))).reduce((x, y) => x + y, 0);
-  const errors = () => total('ownerrefs_api_requests_total', 'code="error"');
-  const before = { requests: await total('ownerrefs_api_requests_total'), relists: await total('ownerrefs_relists_total'), api: await apiServer(cp) };
+  const relists = async () => (await Promise.all(agents.map((a) => a.metric('ownerrefs_relists_total').catch(() => 0)))).reduce((x, y) => x + y, 0);
+  const beforeApi = await apiServer(cp);
+  const beforeCodes = await byCode(agents);
+  const relists0 = await relists();
   const s0 = performance.now();
+  const since = () => (performance.now() - s0) / 1000;
   let restartedAt: number | undefined;
-  const restart = cp.restartApiserver().then(() => { restartedAt = (performance.now() - s0) / 1000; });
-  const perSecond: number[] = [];
-  const answered: number[] = [];
-  const server: { kubelets: number | null; agents: number | null }[] = [];
-  let last = before.requests;
-  let lastErrors = await errors();
-  let lastServer = { kubelets: 0, agents: 0 };
   let allBackAt: number | undefined;
-  for (let s = 0; s < LIMIT_S && allBackAt === undefined; s++) {
-    await new Promise((r) => setTimeout(r, Math.max(0, s0 + (s + 1) * 1000 - performance.now())));
-    const now = await total('ownerrefs_api_requests_total');
-    const nowErrors = await errors();
-    perSecond.push(now - last);
-    answered.push(now - last - (nowErrors - lastErrors));
-    last = now;
-    lastErrors = nowErrors;
-    const api = restartedAt === undefined ? undefined : await apiServer(cp).catch(() => undefined);
-    if (api) {
-      const k = kubeletRequests(api);
-      const a = agentRequests(api);
-      server.push({ kubelets: k - lastServer.kubelets, agents: a - lastServer.agents });
-      lastServer = { kubelets: k, agents: a };
-      if (api.podAndNodeWatches >= before.api.podAndNodeWatches) allBackAt = (performance.now() - s0) / 1000;
-    } else {
-      server.push({ kubelets: null, agents: null });
+  const restart = cp.restartApiserver().then(() => { restartedAt = since(); });
+
+  const agentTicks: { t: number; codes: Record<string, number> }[] = [{ t: 0, codes: beforeCodes }];
+  const agentLoop = (async () => {
+    for (let i = 1; allBackAt === undefined && since() < LIMIT_S; i++) {
+      await new Promise((r) => setTimeout(r, Math.max(0, s0 + i * TICK_MS - performance.now())));
+      const codes = await byCode(agents);
+      agentTicks.push({ t: since(), codes });
     }
-  }
-  await restart;
+    // One more interval after the last watch came back: the tail of the storm.
+    await new Promise((r) => setTimeout(r, TICK_MS));
+    agentTicks.push({ t: since(), codes: await byCode(agents) });
+  })();
+  const serverTicks: { t: number; kubelets: number; agents: number }[] = [];
+  const serverLoop = (async () => {
+    await restart;
+    serverTicks.push({ t: restartedAt!, kubelets: 0, agents: 0 }); // a restarted API server counts from zero
+    for (let i = Math.ceil(since()); allBackAt === undefined && since() < LIMIT_S; i++) {
+      await new Promise((r) => setTimeout(r, Math.max(0, s0 + i * TICK_MS - performance.now())));
+      const api = await apiServer(cp).catch(() => undefined);
+      if (!api) continue;
+      serverTicks.push({ t: since(), kubelets: kubeletRequests(api), agents: agentRequests(api) });
+      if (api.podAndNodeWatches >= beforeApi.podAndNodeWatches) allBackAt = since();
+    }
+  })();
+  await Promise.all([agentLoop, serverLoop]);
   const after = await apiServer(cp);
-  const peakAnswered = Math.max(...answered);
+
+  const rates = <T extends { t: number }>(ticks: T[], value: (x: T) => number): Interval[] =>
+    ticks.slice(1).map((x, i) => ({ from: round(ticks[i]!.t), to: round(x.t), perSecond: round((value(x) - value(ticks[i]!)) / (x.t - ticks[i]!.t)) }));
+  const attempts = rates(agentTicks, (x) => sum(x.codes));
+  const answered = rates(agentTicks, (x) => sum(x.codes, (c) => c !== 'error'));
+  const serverKubelets = rates(serverTicks, (x) => x.kubelets);
+  const serverAgents = rates(serverTicks, (x) => x.agents);
+  const peak = (xs: Interval[]) => Math.max(0, ...xs.map((x) => x.perSecond));
+  const last = agentTicks.at(-1)!.codes;
+  const answeredByCode: Record<string, number> = {};
+  for (const c of Object.keys(last)) if (c !== 'error') answeredByCode[c] = (last[c] ?? 0) - (beforeCodes[c] ?? 0);
   return {
     agents: agents.length,
-    apiserverRestartSeconds: restartedAt,
-    podAndNodeWatchesBefore: before.api.podAndNodeWatches,
-    everyWatchBackAfterSeconds: allBackAt,
-    agentRequestsPerSecond: perSecond,
-    agentAnsweredRequestsPerSecond: answered,
-    serverCountedPerSecond: server,
-    agentRequestsPeakPerSecond: Math.max(...perSecond),
-    agentAnsweredRequestsPeakPerSecond: peakAnswered,
-    answeredPeakPerAgent: peakAnswered / agents.length,
-    agentRequestsTotal: last - before.requests,
-    agentRelists: (await total('ownerrefs_relists_total')) - before.relists,
-    kubeletRequestsInWindow: kubeletRequests(after), // a restarted API server counts from zero
+    apiserverRestartSeconds: restartedAt === undefined ? undefined : round(restartedAt),
+    podAndNodeWatchesBefore: beforeApi.podAndNodeWatches,
+    everyWatchBackAfterSeconds: allBackAt === undefined ? undefined : round(allBackAt),
+    agentAttempts: attempts, agentAnswered: answered, agentAnsweredByCode: answeredByCode,
+    serverKubelets, serverAgents,
+    peakPerAgent: {
+      attempts: round(peak(attempts) / agents.length), answered: round(peak(answered) / agents.length),
+      serverCounted: round(peak(serverAgents) / agents.length), kubeletsServerCountedPerNode: round(peak(serverKubelets) / agents.length),
+    },
+    agentRequestsTotal: sum(last) - sum(beforeCodes),
+    agentRelists: (await relists()) - relists0,
+    kubeletRequestsInWindow: kubeletRequests(after),
     agentRequestsServerCounted: agentRequests(after),
   };
 }
 
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
 export function describeStorm(s: Storm): string {
   return `reconnect storm: API server back in ${s.apiserverRestartSeconds?.toFixed(1)} s; all ${s.podAndNodeWatchesBefore} pod and Node watches back after ` +
-    `${s.everyWatchBackAfterSeconds?.toFixed(1) ?? `NOT within ${LIMIT_S}`} s; agent requests peak ${s.agentRequestsPeakPerSecond}/s ` +
-    `(answered by the API server: peak ${s.agentAnsweredRequestsPeakPerSecond}/s, ${s.answeredPeakPerAgent.toFixed(2)} per agent), total ${s.agentRequestsTotal} ` +
-    `(${s.agents} agents), relists ${s.agentRelists}; kubelets' requests since the restart ${s.kubeletRequestsInWindow}`;
+    `${s.everyWatchBackAfterSeconds?.toFixed(1) ?? `NOT within ${LIMIT_S}`} s; peak per agent per second: attempts ${s.peakPerAgent.attempts}, ` +
+    `answered ${s.peakPerAgent.answered}, counted by the API server ${s.peakPerAgent.serverCounted} (kubelets, per node: ${s.peakPerAgent.kubeletsServerCountedPerNode}); ` +
+    `agent requests ${s.agentRequestsTotal} in all (${s.agents} agents; answered by code ${JSON.stringify(s.agentAnsweredByCode)}), relists ${s.agentRelists}; ` +
+    `kubelets' requests since the restart ${s.kubeletRequestsInWindow}`;
 }
