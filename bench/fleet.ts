@@ -11,12 +11,14 @@
 //      then propagation on several nodes at once against a bare watch of each (owner
 //      changes on existing pods: support/fleet/propagation.ts);
 //   4. the reconnect storm: the API server restarted with every agent connected
-//      (support/fleet/storm.ts).
+//      (support/fleet/storm.ts);
+//   5. what one more watch costs the API server: --watch-cost watches like an agent's opened
+//      at once, its RSS and CPU with and without them.
 // Kubelet roots are on tmpfs, as the pods' `medium: Memory` volumes are on a real node.
 // Results: bench/results/fleet.json and fleet.svg (against fleet-before-pacer.json).
 //
 //   npm run bench:fleet -- [--nodes=50] [--pods=5] [--window=30] [--probe-nodes=5] [--rounds=10]
-//                          [--follow-owners] [--out=bench/results/fleet.json]
+//                          [--follow-owners] [--watch-cost=1000] [--out=bench/results/fleet.json]
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -34,7 +36,7 @@ import { waitFor } from '../localcluster/wait.ts';
 import { podinfoDaemonSet } from '../test/support/e2e.ts';
 import { buildAgent } from './support/agent.ts';
 import { createAgentFlowSchema, MERGE } from './support/cluster.ts';
-import { apiServer, describeWindow, measureWindow, type Window } from './support/fleet/apiserver.ts';
+import { apiServer, describeWindow, measureWindow, watchCost, type Window } from './support/fleet/apiserver.ts';
 import { renderFleetChart, type FleetChartInput } from './support/fleet/chart.ts';
 import { propagationOnNodes } from './support/fleet/propagation.ts';
 import { describeStorm, reconnectStorm } from './support/fleet/storm.ts';
@@ -46,7 +48,7 @@ const { values: flags } = parseArgs({
   options: {
     nodes: { type: 'string', default: '50' }, pods: { type: 'string', default: '5' }, window: { type: 'string', default: '30' },
     'probe-nodes': { type: 'string', default: '5' }, rounds: { type: 'string', default: '10' },
-    'follow-owners': { type: 'boolean', default: false }, out: { type: 'string' },
+    'follow-owners': { type: 'boolean', default: false }, 'watch-cost': { type: 'string', default: '1000' }, out: { type: 'string' },
   },
 });
 const K = Number(flags.nodes);
@@ -122,6 +124,12 @@ async function main(): Promise<void> {
     const storm = await reconnectStorm(cp, agents);
     result.reconnect = storm;
     say(describeStorm(storm));
+
+    // What one more watch like an agent's costs the API server, at a scale where it shows.
+    const wc = await watchCost(cp, nodes.map((n) => n.name), Number(flags['watch-cost']));
+    result.watchCost = wc;
+    say(`${wc.watches} more node-scoped pod watches: API server RSS ${wc.rssMiBBefore} -> ${wc.rssMiBWith} MiB (${wc.perWatchKiB} KiB per watch), ` +
+      `CPU ${wc.cpuPerSecondBefore} -> ${wc.cpuPerSecondWith} CPU-s/s`);
     result.loadAfter = loadavg();
     mkdirSync(path.dirname(OUT), { recursive: true });
     writeFileSync(OUT, JSON.stringify(result, null, 2) + '\n');

@@ -75,3 +75,43 @@ export function describeWindow(d: Window): string {
     `(${d.openPodAndNodeWatches} of pods or nodes); requests/s kubelets ${d.requestsPerSecond.kubelets.toFixed(2)}, ` +
     `agents ${d.requestsPerSecond.agents.toFixed(2)}, all ${d.requestsPerSecond.all.toFixed(2)}`;
 }
+
+/**
+ * What one more watch costs the API server: opens `n` watches like the agents' (pods of one
+ * node, bookmarks on), spread over `nodeNames`, from one client; samples the API server's RSS
+ * and CPU before, with them open (after `holdMs`), and closes them.
+ */
+export async function watchCost(cp: ControlPlane, nodeNames: string[], n: number, holdMs = 15_000): Promise<{ watches: number; rssMiBBefore: number; rssMiBWith: number; perWatchKiB: number; cpuPerSecondBefore: number; cpuPerSecondWith: number }> {
+  const https = await import('node:https');
+  const { readFileSync } = await import('node:fs');
+  const agent = new https.Agent({ keepAlive: true, maxSockets: n + 10, ca: readFileSync(cp.caPath), cert: readFileSync(path.join(cp.workDir, 'pki', 'admin.crt')), key: readFileSync(path.join(cp.workDir, 'pki', 'admin.key')) });
+  const url = new URL(cp.server);
+  const open: import('node:http').ClientRequest[] = [];
+  const idle = async (ms: number) => {
+    const a = await apiServer(cp);
+    await new Promise((r) => setTimeout(r, ms));
+    const b = await apiServer(cp);
+    return { rss: b.rssMiB, cpu: (b.cpuS - a.cpuS) / (ms / 1000), watches: b.watches };
+  };
+  try {
+    const before = await idle(holdMs);
+    for (let i = 0; i < n; i++) {
+      const sel = encodeURIComponent(`spec.nodeName=${nodeNames[i % nodeNames.length]}`);
+      const req = https.get({ hostname: url.hostname, port: url.port, agent, path: `/api/v1/pods?fieldSelector=${sel}&watch=true&allowWatchBookmarks=true&resourceVersion=0&timeoutSeconds=600` }, (res) => res.resume());
+      req.on('error', () => undefined);
+      open.push(req);
+    }
+    const target = before.watches + n;
+    for (let i = 0; i < 60 && (await apiServer(cp)).watches < target; i++) await new Promise((r) => setTimeout(r, 500));
+    const withThem = await idle(holdMs);
+    if (withThem.watches < target) throw new Error(`watch cost: only ${withThem.watches - before.watches} of ${n} watches opened`);
+    return {
+      watches: n, rssMiBBefore: Math.round(before.rss), rssMiBWith: Math.round(withThem.rss),
+      perWatchKiB: Math.round(((withThem.rss - before.rss) * 1024) / n),
+      cpuPerSecondBefore: Math.round(before.cpu * 1000) / 1000, cpuPerSecondWith: Math.round(withThem.cpu * 1000) / 1000,
+    };
+  } finally {
+    for (const r of open) r.destroy();
+    agent.destroy();
+  }
+}

@@ -24,8 +24,10 @@ export interface Storm {
   agentAnswered: Interval[];
   /** The agents' answered requests by status code, over the whole storm. */
   agentAnsweredByCode: Record<string, number>;
-  /** From the restarted API server's counters. */
+  /** From the restarted API server's counters, from its first sample on. */
   serverKubelets: Interval[];
+  /** What the restarted API server had dispatched by its first sample (it counts from its start). */
+  serverFirstSample: { at: number; kubelets: number; agents: number } | undefined;
   serverAgents: Interval[];
   /** Peaks, per agent (or, for the kubelets, per node) per second. */
   peakPerAgent: { attempts: number; answered: number; serverCounted: number; kubeletsServerCountedPerNode: number };
@@ -76,8 +78,9 @@ export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): 
   })();
   const serverTicks: { t: number; kubelets: number; agents: number }[] = [];
   const serverLoop = (async () => {
+    // The restarted server counts from zero, from a start the bench cannot see: its first
+    // sample is the baseline (what came before it is reported on its own), not an interval.
     await restart;
-    serverTicks.push({ t: restartedAt!, kubelets: 0, agents: 0 }); // a restarted API server counts from zero
     for (let i = Math.ceil(since()); allBackAt === undefined && since() < LIMIT_S; i++) {
       await new Promise((r) => setTimeout(r, Math.max(0, s0 + i * TICK_MS - performance.now())));
       const api = await apiServer(cp).catch(() => undefined);
@@ -106,6 +109,7 @@ export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): 
     everyWatchBackAfterSeconds: allBackAt === undefined ? undefined : round(allBackAt),
     agentAttempts: attempts, agentAnswered: answered, agentAnsweredByCode: answeredByCode,
     serverKubelets, serverAgents,
+    serverFirstSample: serverTicks[0] ? { at: round(serverTicks[0].t), kubelets: serverTicks[0].kubelets, agents: serverTicks[0].agents } : undefined,
     peakPerAgent: {
       attempts: round(peak(attempts) / agents.length), answered: round(peak(answered) / agents.length),
       serverCounted: round(peak(serverAgents) / agents.length), kubeletsServerCountedPerNode: round(peak(serverKubelets) / agents.length),
