@@ -36,7 +36,7 @@ import { waitFor } from '../localcluster/wait.ts';
 import { podinfoDaemonSet } from '../test/support/e2e.ts';
 import { buildAgent } from './support/agent.ts';
 import { createAgentFlowSchema, MERGE } from './support/cluster.ts';
-import { apiServer, describeWindow, measureWindow, watchCost, type Window } from './support/fleet/apiserver.ts';
+import { apiServer, describeWindow, measureWindow, watchCost, type WatchCost, type Window } from './support/fleet/apiserver.ts';
 import { renderFleetChart, type FleetChartInput } from './support/fleet/chart.ts';
 import { propagationOnNodes } from './support/fleet/propagation.ts';
 import { describeStorm, reconnectStorm } from './support/fleet/storm.ts';
@@ -125,11 +125,18 @@ async function main(): Promise<void> {
     result.reconnect = storm;
     say(describeStorm(storm));
 
-    // What one more watch like an agent's costs the API server, at a scale where it shows.
-    const wc = await watchCost(cp, nodes.map((n) => n.name), Number(flags['watch-cost']));
-    result.watchCost = wc;
-    say(`${wc.watches} more node-scoped pod watches: API server RSS ${wc.rssMiBBefore} -> ${wc.rssMiBWith} MiB (${wc.perWatchKiB} KiB per watch), ` +
-      `CPU ${wc.cpuPerSecondBefore} -> ${wc.cpuPerSecondWith} CPU-s/s`);
+    // What one more watch like an agent's costs the API server, at a scale where it shows:
+    // as the agent holds them (a connection each), and two to an HTTP/2 connection.
+    const cost: WatchCost[] = [];
+    for (const protocol of Number(flags['watch-cost']) > 0 ? ['http1', 'http2'] as const : []) {
+      const wc = await watchCost(cp, nodes.map((n) => n.name), Number(flags['watch-cost']), protocol);
+      cost.push(wc);
+      say(`${wc.watches} more node-scoped pod watches (${protocol}): API server RSS ${wc.rssMiBBefore} -> ${wc.rssMiBWith} MiB (${wc.perWatchKiB} KiB per watch), ` +
+        `Go heap+stacks in use ${wc.goInUseMiBBefore} -> ${wc.goInUseMiBWith} MiB (${wc.goPerWatchKiB} KiB, ${wc.goroutinesPerWatch} goroutines per watch), ` +
+        `CPU ${wc.cpuPerSecondBefore} -> ${wc.cpuPerSecondWith} CPU-s/s`);
+      await new Promise((r) => setTimeout(r, 5_000)); // the closed watches gone before the next
+    }
+    result.watchCost = cost;
     result.loadAfter = loadavg();
     mkdirSync(path.dirname(OUT), { recursive: true });
     writeFileSync(OUT, JSON.stringify(result, null, 2) + '\n');

@@ -17,6 +17,9 @@ export interface ApiServerSample {
   rssMiB: number;
   watches: number;
   podAndNodeWatches: number;
+  /** Go's heap and stacks in use (go_memstats_heap_inuse_bytes + stack_inuse), MiB: less noisy than RSS. */
+  goInUseMiB: number;
+  goroutines: number;
   /** Requests dispatched since the API server started, by FlowSchema. */
   dispatched: Record<string, number>;
 }
@@ -34,7 +37,9 @@ export async function apiServer(cp: ControlPlane): Promise<ApiServerSample> {
     dispatched[fs] = (dispatched[fs] ?? 0) + value(l);
   }
   const watch = (l: string) => l.includes('verb="WATCH"');
+  const plain = (name: string) => value(lines.find((l) => l.startsWith(`${name} `)) ?? ' NaN');
   return {
+    goInUseMiB: (plain('go_memstats_heap_inuse_bytes') + plain('go_memstats_stack_inuse_bytes')) / 2 ** 20, goroutines: plain('go_goroutines'),
     cpuS: p.cpuS, rssMiB: p.rssMiB, watches: sum('apiserver_longrunning_requests', watch),
     podAndNodeWatches: sum('apiserver_longrunning_requests', (l) => watch(l) && /group="",resource="(pods|nodes)"/.test(l)), dispatched,
   };
@@ -79,39 +84,64 @@ export function describeWindow(d: Window): string {
 /**
  * What one more watch costs the API server: opens `n` watches like the agents' (pods of one
  * node, bookmarks on), spread over `nodeNames`, from one client; samples the API server's RSS
- * and CPU before, with them open (after `holdMs`), and closes them.
+ * and CPU before and with them open (after `holdMs`), and closes them. `http1`: one TLS
+ * connection per watch, as the agent's client does; `http2`: two watches per connection, as an
+ * agent would hold its pod and Node watches on one HTTP/2 connection (client-go's way).
  */
-export async function watchCost(cp: ControlPlane, nodeNames: string[], n: number, holdMs = 15_000): Promise<{ watches: number; rssMiBBefore: number; rssMiBWith: number; perWatchKiB: number; cpuPerSecondBefore: number; cpuPerSecondWith: number }> {
+export async function watchCost(cp: ControlPlane, nodeNames: string[], n: number, protocol: 'http1' | 'http2', holdMs = 15_000): Promise<WatchCost> {
   const https = await import('node:https');
+  const http2 = await import('node:http2');
   const { readFileSync } = await import('node:fs');
-  const agent = new https.Agent({ keepAlive: true, maxSockets: n + 10, ca: readFileSync(cp.caPath), cert: readFileSync(path.join(cp.workDir, 'pki', 'admin.crt')), key: readFileSync(path.join(cp.workDir, 'pki', 'admin.key')) });
+  const tls = { ca: readFileSync(cp.caPath), cert: readFileSync(path.join(cp.workDir, 'pki', 'admin.crt')), key: readFileSync(path.join(cp.workDir, 'pki', 'admin.key')) };
+  const agent = new https.Agent({ keepAlive: true, maxSockets: n + 10, ...tls });
   const url = new URL(cp.server);
-  const open: import('node:http').ClientRequest[] = [];
+  const closers: (() => void)[] = [];
   const idle = async (ms: number) => {
     const a = await apiServer(cp);
     await new Promise((r) => setTimeout(r, ms));
     const b = await apiServer(cp);
-    return { rss: b.rssMiB, cpu: (b.cpuS - a.cpuS) / (ms / 1000), watches: b.watches };
+    return { rss: b.rssMiB, cpu: (b.cpuS - a.cpuS) / (ms / 1000), watches: b.watches, go: b.goInUseMiB, goroutines: b.goroutines };
   };
   try {
     const before = await idle(holdMs);
+    let session: import('node:http2').ClientHttp2Session | undefined;
     for (let i = 0; i < n; i++) {
-      const sel = encodeURIComponent(`spec.nodeName=${nodeNames[i % nodeNames.length]}`);
-      const req = https.get({ hostname: url.hostname, port: url.port, agent, path: `/api/v1/pods?fieldSelector=${sel}&watch=true&allowWatchBookmarks=true&resourceVersion=0&timeoutSeconds=600` }, (res) => res.resume());
-      req.on('error', () => undefined);
-      open.push(req);
+      const p = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${nodeNames[i % nodeNames.length]}`)}&watch=true&allowWatchBookmarks=true&resourceVersion=0&timeoutSeconds=600`;
+      if (protocol === 'http1') {
+        const req = https.get({ hostname: url.hostname, port: url.port, agent, path: p }, (res) => res.resume());
+        req.on('error', () => undefined);
+        closers.push(() => req.destroy());
+      } else {
+        if (i % 2 === 0) {
+          const s = http2.connect(cp.server, tls);
+          s.on('error', () => undefined);
+          closers.push(() => s.destroy());
+          session = s;
+        }
+        const st = session!.request({ ':path': p });
+        st.on('error', () => undefined);
+        st.resume();
+      }
     }
     const target = before.watches + n;
     for (let i = 0; i < 60 && (await apiServer(cp)).watches < target; i++) await new Promise((r) => setTimeout(r, 500));
     const withThem = await idle(holdMs);
     if (withThem.watches < target) throw new Error(`watch cost: only ${withThem.watches - before.watches} of ${n} watches opened`);
     return {
-      watches: n, rssMiBBefore: Math.round(before.rss), rssMiBWith: Math.round(withThem.rss),
+      protocol, watches: n, rssMiBBefore: Math.round(before.rss), rssMiBWith: Math.round(withThem.rss),
       perWatchKiB: Math.round(((withThem.rss - before.rss) * 1024) / n),
+      goInUseMiBBefore: Math.round(before.go), goInUseMiBWith: Math.round(withThem.go), goPerWatchKiB: Math.round(((withThem.go - before.go) * 1024) / n),
+      goroutinesPerWatch: Math.round(((withThem.goroutines - before.goroutines) / n) * 10) / 10,
       cpuPerSecondBefore: Math.round(before.cpu * 1000) / 1000, cpuPerSecondWith: Math.round(withThem.cpu * 1000) / 1000,
     };
   } finally {
-    for (const r of open) r.destroy();
+    for (const c of closers) c();
     agent.destroy();
   }
+}
+
+export interface WatchCost {
+  protocol: string; watches: number; rssMiBBefore: number; rssMiBWith: number; perWatchKiB: number;
+  goInUseMiBBefore: number; goInUseMiBWith: number; goPerWatchKiB: number; goroutinesPerWatch: number;
+  cpuPerSecondBefore: number; cpuPerSecondWith: number;
 }
