@@ -9,7 +9,7 @@ RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY agent ./agent
 COPY projections ./projections
-# The CSI .proto files are loaded at run time from beside the compiled code.
+# CSI mode loads its generated codec (agent/csi/proto/codec.js) from beside the compiled code.
 RUN npx tsc -p tsconfig.build.json && cp -R agent/csi/proto dist/agent/csi/ && npm prune --omit=dev --ignore-scripts
 
 # Runtime: Node 24, production dependencies and compiled JavaScript only.

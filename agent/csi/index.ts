@@ -17,7 +17,8 @@ import { DRIVER_NAME, NodeDriver, type FetchedPod, type PodTargets } from './dri
 import type { VolumeTarget } from '../volume/writer.ts';
 import { findPublished } from './restore.ts';
 import type { IdentityHandlers, NodeHandlers, RegistrationHandlers } from './messages.ts';
-import { loadServices, serveUnix, type UnixServer } from './server.ts';
+import { serveUnix, type UnixServer } from './server.ts';
+import { loadServices } from './services.ts';
 
 export { DRIVER_NAME } from './driver.ts';
 

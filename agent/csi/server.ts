@@ -1,42 +1,18 @@
-// gRPC plumbing for CSI mode: loads the .proto files in ./proto, serves unary
-// handlers on unix sockets, and turns thrown errors into gRPC statuses.
+// gRPC plumbing for CSI mode: serves unary handlers on unix sockets and turns thrown
+// errors into gRPC statuses. The services and their codec are services.ts's.
 //
 // Only agent/csi/index.ts imports this, and agent.ts imports that one dynamically when
 // --csi-socket is set: an agent in emptyDir mode never loads gRPC (memory).
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { errnoOf } from '../common/errors.ts';
 import { Code, CsiError } from './driver.ts';
-
-const PROTO_DIR = fileURLToPath(new URL('./proto/', import.meta.url));
 
 // Requests are tiny (a few paths and labels); a bound keeps a confused client from
 // making the agent buffer megabytes.
 const MAX_MESSAGE_BYTES = 256 * 1024;
-
-export interface Services {
-  identity: grpc.ServiceDefinition;
-  node: grpc.ServiceDefinition;
-  registration: grpc.ServiceDefinition;
-}
-
-/** Decoded with camelCase field names, enums as strings, 64-bit integers as strings, defaults filled in. */
-export function loadServices(): Services {
-  const opts: protoLoader.Options = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
-  const csi = grpc.loadPackageDefinition(protoLoader.loadSync(path.join(PROTO_DIR, 'csi.proto'), opts));
-  const reg = grpc.loadPackageDefinition(protoLoader.loadSync(path.join(PROTO_DIR, 'pluginregistration.proto'), opts));
-  const v1 = (csi.csi as grpc.GrpcObject).v1 as grpc.GrpcObject;
-  const service = (o: grpc.GrpcObject, name: string) => (o[name] as grpc.ServiceClientConstructor).service;
-  return {
-    identity: service(v1, 'Identity'),
-    node: service(v1, 'Node'),
-    registration: service(reg.pluginregistration as grpc.GrpcObject, 'Registration'),
-  };
-}
 
 /**
  * One service's handlers, by rpc name: request object in, response object (or a thrown

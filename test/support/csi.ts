@@ -4,15 +4,17 @@
 // readonly from the csi volume source, a mount capability with an access mode, the
 // pod-info keys in the volume context, and target <pod>/volumes/kubernetes.io~csi/<vol>/mount.
 //
-// This client speaks through agent/csi/proto, so it cannot catch a wrong field number
-// there; localcluster/csi/kubeletcsi (Go, the spec's generated code) and csi-sanity do.
+// This client decodes with @grpc/proto-loader from agent/csi/proto's .proto files, apart
+// from the agent's generated codec, so a codec that drifted from them fails here; a wrong
+// field number in the .proto files themselves is caught by localcluster/csi/kubeletcsi
+// (Go, the spec's generated code) and csi-sanity.
 
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { afterEach } from 'vitest';
-import { loadServices } from '../../agent/csi/server.ts';
 
 export const DRIVER = 'ownerrefs.dev';
 
@@ -32,8 +34,25 @@ afterEach(() => {
   for (const c of clients.splice(0)) c.close();
 });
 
+const PROTO_DIR = path.join(import.meta.dirname, '..', '..', 'agent', 'csi', 'proto');
+
+/** The .proto files' services, decoded as the agent's handlers receive them (agent/csi/services.ts). */
+export function protoServices(): Record<'identity' | 'node' | 'registration', grpc.ServiceDefinition> {
+  const opts: protoLoader.Options = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
+  const load = (file: string) => grpc.loadPackageDefinition(protoLoader.loadSync(path.join(PROTO_DIR, file), opts));
+  const csi = load('csi.proto');
+  const reg = load('pluginregistration.proto');
+  const v1 = (csi.csi as grpc.GrpcObject).v1 as grpc.GrpcObject;
+  const service = (o: grpc.GrpcObject, name: string) => (o[name] as grpc.ServiceClientConstructor).service;
+  return {
+    identity: service(v1, 'Identity'),
+    node: service(v1, 'Node'),
+    registration: service(reg.pluginregistration as grpc.GrpcObject, 'Registration'),
+  };
+}
+
 export function csiClient(socket: string): CsiClient {
-  const defs = loadServices();
+  const defs = protoServices();
   const made = new Map<string, grpc.Client>();
   const clientFor = (service: keyof typeof defs) => {
     let c = made.get(service);
