@@ -63,7 +63,7 @@ export function loadServices(): Services {
 
 function message(pkg: Record<string, MessageType | undefined>, name: string): MessageType {
   const t = pkg[name];
-  // A message the table names but codec.js lacks: regenerate it (node scripts/gen-csi-codec.ts).
+  // A message the table names but codec.js lacks: regenerate it (npm run gen:csi).
   if (!t) throw new Error(`CSI codec has no message ${name}`);
   return t;
 }

@@ -45,7 +45,7 @@ const method = (defs: Record<keyof Services, grpc.ServiceDefinition>, s: keyof S
 };
 
 describe('CSI services', () => {
-  it('codec.js is what pbjs generates from the .proto files today (node scripts/gen-csi-codec.ts)', () => {
+  it('codec.js is what pbjs generates from the .proto files today (npm run gen:csi)', () => {
     expect(readFileSync(CODEC, 'utf8')).toBe(generate());
   });
 
