@@ -11,12 +11,33 @@ export const SHIPPED_IDLE = 'as shipped (compiled JS)';
 export const idleShipped = (idle: Record<string, { rssMiB: number }>): number => (idle[SHIPPED_IDLE] ?? idle['current (compiled JS)'])?.rssMiB ?? NaN;
 /** Requests each to /metrics and /healthz before the second idle RSS sample (600 scrapes: five hours at a 30 s interval). */
 export const IDLE_SCRAPES = 600;
+/** Then how long before the third: the burst's garbage is given back, warmed-up code stays. */
+export const IDLE_SETTLE_MS = 10_000;
 /** The targets are in MB (10^6 bytes); RSS is measured in MiB. */
 export const MB_IN_MIB = 1e6 / 2 ** 20;
 /** The idle row and the variant of the agent with every optional feature on (bench/run.ts). */
 export const FEATURES_LABEL = 'every optional feature on (CSI driver, following owners, node file)';
 
 type D = { p50: number; p95: number; p99: number; max: number };
+/** RSS fresh, right after the scrapes, and IDLE_SETTLE_MS later (runs before 2026-11-25 09:00 lack the last). */
+interface IdleRow { rssMiB: number; rssAfterScrapesMiB?: number; rssSettledMiB?: number; startedMs: number; load: number[] }
+
+/**
+ * The idle RSS a target is judged on: the larger of fresh and warmed up. Warmed up is the
+ * settled sample; a run without one is judged on the sample right after the scrapes.
+ */
+export function idleJudgedMiB(v: IdleRow): number {
+  return Math.max(v.rssMiB, v.rssSettledMiB ?? v.rssAfterScrapesMiB ?? 0);
+}
+
+/** "62.0 MiB (65.0 MB) fresh; 66.7 MiB right after the 600 scrapes, 62.9 MiB (66.0 MB) 10 s later". */
+function idleText(v: IdleRow, scrapes: number): string {
+  const mib = (x: number) => `${f(x)} MiB (${f(x / MB_IN_MIB)} MB)`;
+  let t = `${mib(v.rssMiB)} fresh`;
+  if (v.rssAfterScrapesMiB !== undefined) t += `; ${v.rssSettledMiB === undefined ? mib(v.rssAfterScrapesMiB) : `${f(v.rssAfterScrapesMiB)} MiB`} right after ${scrapes} scrapes`;
+  if (v.rssSettledMiB !== undefined) t += `, ${mib(v.rssSettledMiB)} ${IDLE_SETTLE_MS / 1000} s later`;
+  return t;
+}
 interface PerN {
   n: number;
   variant?: string;
@@ -40,7 +61,7 @@ export interface Results {
   versions: { kubernetes: string; etcd: string };
   loadBefore: number[]; loadAfter: number[];
   idleScrapes?: number;
-  idle: Record<string, { rssMiB: number; rssAfterScrapesMiB?: number; startedMs: number; load: number[] }>;
+  idle: Record<string, IdleRow>;
   perN: PerN[];
   whatIf?: PerN[];
   /** The agent with every optional feature on, at the largest N, same run (bench/run.ts FEATURES_LABEL). */
@@ -81,7 +102,7 @@ export function markdown(r: Results): string {
   const at = (n: number) => r.perN.find((p) => p.n === n) ?? r.perN[r.perN.length - 1]!;
   const big = at(1000);
   const idle = idleShipped(r.idle);
-  const idleScraped = r.idle[SHIPPED_IDLE]?.rssAfterScrapesMiB ?? NaN;
+  const shippedIdle = r.idle[SHIPPED_IDLE];
   const scrapes = r.idleScrapes ?? IDLE_SCRAPES;
   const met = (ok: boolean) => (ok ? '**met**' : '**not met**');
   const lines = [
@@ -101,9 +122,9 @@ export function markdown(r: Results): string {
     row(['propagation p99 ≤ 50 ms', `${f(big.propagation.agentMs.p99)} ms`, met(big.propagation.agentMs.p99 <= 50)]),
     row(['propagation p99 ≤ 1.5 × floor p99', `${f(big.propagation.ratio.p99)}× (floor p99 ${f(big.propagation.floorMs.p99)} ms)`, met(big.propagation.ratio.p99 <= 1.5)]),
     row(['start-up ≤ 2 s', `${f(big.startup.allFilesMs, 0)} ms`, met(big.startup.allFilesMs <= 2000)]),
-    row(['RSS ≤ 70 MB idle', `${f(idle)} MiB (${f(idle / MB_IN_MIB)} MB)` +
-      (Number.isFinite(idleScraped) ? `; ${f(idleScraped)} MiB (${f(idleScraped / MB_IN_MIB)} MB) after ${scrapes} scrapes` : ''),
-    met(Math.max(idle, Number.isFinite(idleScraped) ? idleScraped : 0) / MB_IN_MIB <= 70)]),
+    shippedIdle
+      ? row(['RSS ≤ 70 MB idle (fresh, and warmed up by scrapes)', idleText(shippedIdle, scrapes), met(idleJudgedMiB(shippedIdle) / MB_IN_MIB <= 70)])
+      : row(['RSS ≤ 70 MB idle', `${f(idle)} MiB (${f(idle / MB_IN_MIB)} MB)`, met(idle / MB_IN_MIB <= 70)]),
     row(['RSS ≤ 100 MB at N = 1,000', `${f(big.memory.peakRssMiB)} MiB peak (${f(big.memory.peakRssMiB / MB_IN_MIB)} MB)`, met(big.memory.peakRssMiB / MB_IN_MIB <= 100)]),
     row(['0 file writes for unrelated churn', r.perN.map((p) => `${p.churn.fileWrites} (N=${p.n})`).join(', '), met(r.perN.every((p) => p.churn.fileWrites === 0))]),
     row(['0 API requests per pod start; one list+watch for pods and one for the Node',
@@ -117,11 +138,11 @@ export function markdown(r: Results): string {
     '',
     ...perNTable(r.perN, 'N'),
     '',
-    `#### Idle RSS (no pod on the node opted in; 3 s after /readyz, then after ${scrapes} requests each to /metrics and /healthz)`,
+    `#### Idle RSS (no pod on the node opted in; 3 s after /readyz, then right after ${scrapes} requests each to /metrics and /healthz, then ${IDLE_SETTLE_MS / 1000} s later)`,
     '',
-    row(['agent', 'RSS', 'RSS after the requests', "process start to 'agent started'", 'load']), row(['---', '---', '---', '---', '---']),
+    row(['agent', 'RSS', 'RSS right after the requests', `${IDLE_SETTLE_MS / 1000} s later`, "process start to 'agent started'", 'load']), row(['---', '---', '---', '---', '---', '---']),
     ...Object.entries(r.idle).map(([k, v]) => row([k, `${f(v.rssMiB)} MiB`, v.rssAfterScrapesMiB === undefined ? 'n/a' : `${f(v.rssAfterScrapesMiB)} MiB`,
-      `${f(v.startedMs, 0)} ms`, load(v.load)])),
+      v.rssSettledMiB === undefined ? 'n/a' : `${f(v.rssSettledMiB)} MiB`, `${f(v.startedMs, 0)} ms`, load(v.load)])),
     '',
   ];
   if (r.featuresOn) {
@@ -147,12 +168,10 @@ function featureTargets(r: Results, met: (ok: boolean) => string): string[] {
   const fo = r.featuresOn;
   const idle = r.idle[FEATURES_LABEL];
   if (!fo || !idle) return [];
-  const idleMax = Math.max(idle.rssMiB, idle.rssAfterScrapesMiB ?? 0);
   return [
     row(['every optional feature on: propagation p99 ≤ 50 ms', `${f(fo.propagation.agentMs.p99)} ms`, met(fo.propagation.agentMs.p99 <= 50)]),
     row(['every optional feature on: p99 ≤ 1.5 × floor p99', `${f(fo.propagation.ratio.p99)}× (floor p99 ${f(fo.propagation.floorMs.p99)} ms)`, met(fo.propagation.ratio.p99 <= 1.5)]),
-    row(['every optional feature on: RSS ≤ 70 MB idle', `${f(idle.rssMiB)} MiB (${f(idle.rssMiB / MB_IN_MIB)} MB)` +
-      (idle.rssAfterScrapesMiB === undefined ? '' : `; ${f(idle.rssAfterScrapesMiB)} MiB (${f(idle.rssAfterScrapesMiB / MB_IN_MIB)} MB) after the scrapes`), met(idleMax / MB_IN_MIB <= 70)]),
+    row(['every optional feature on: RSS ≤ 70 MB idle (fresh, and warmed up by scrapes)', idleText(idle, r.idleScrapes ?? IDLE_SCRAPES), met(idleJudgedMiB(idle) / MB_IN_MIB <= 70)]),
     row(['every optional feature on: RSS ≤ 100 MB at N = 1,000', `${f(fo.memory.peakRssMiB)} MiB peak (${f(fo.memory.peakRssMiB / MB_IN_MIB)} MB)`, met(fo.memory.peakRssMiB / MB_IN_MIB <= 100)]),
   ];
 }
