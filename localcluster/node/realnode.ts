@@ -8,10 +8,12 @@
 // speak over 127.0.0.1 only (the control plane's egress proxy, see egress.ts).
 //
 // Teardown, in order, because each layer leaves something behind otherwise:
-//   1. delete every pod on the node and wait until containerd runs no task: the kubelet
-//      stops the sandboxes through the CRI, which also runs CNI DEL
+//   1. delete every pod on the node (and the DaemonSets that would put theirs back) and wait
+//      until containerd runs no task: the kubelet stops the sandboxes through the CRI, which
+//      also runs CNI DEL
 //   2. stop the kubelet, then containerd
-//   3. kill containerd shims that outlived it (they are not its children)
+//   3. kill containerd shims that outlived it (they are not its children), and any process
+//      still in one of this node's pod cgroups (a container the drain left running)
 //   4. unmount what is still mounted below the work directory (volumes, overlay, shm)
 //   5. remove the work directory, the node's CNI bridge and (last node out) the pod cgroups
 // A run that crashed before its teardown is reaped the same way on the next start.
@@ -22,7 +24,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { writeKubeconfig } from '../controlplane/certs.ts';
 import type { ControlPlane } from '../controlplane/controlplane.ts';
 import { freePort } from '../controlplane/net.ts';
@@ -90,7 +92,8 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
   let kubelet: Component | undefined;
   let containerd: Component | undefined;
   const stop = async () => {
-    await drain(opts.cp, opts.name, sock).catch(() => undefined); // step 1
+    // Step 1; on failure step 3 kills what the drain left running.
+    await drain(opts.cp, opts.name, sock).catch((err: unknown) => console.error(`node ${opts.name}: drain failed (${err instanceof Error ? err.message : String(err)}); killing its containers directly`));
     if (kubelet) await sup.terminate(kubelet); // step 2
     if (containerd) await sup.terminate(containerd);
     await sup.close();
@@ -197,8 +200,9 @@ async function waitForReady(cp: ControlPlane, name: string, dead: () => boolean,
 }
 
 /**
- * Step 1: a NoExecute taint no pod tolerates (so no DaemonSet puts a pod back), every pod
- * on the node deleted at once, and no task left in containerd.
+ * Step 1: a NoExecute taint (no ordinary pod comes back), the DaemonSets of the node's
+ * pods deleted (theirs would), every pod on the node deleted at once, and no task left in
+ * containerd.
  */
 async function drain(cp: ControlPlane, name: string, sock: string): Promise<void> {
   const kc = new KubeConfig();
@@ -207,17 +211,23 @@ async function drain(cp: ControlPlane, name: string, sock: string): Promise<void
   const node = await core.readNode({ name });
   await core.patchNode({ name, body: { spec: { taints: [...node.spec?.taints ?? [], { key: 'ownerrefs.dev/teardown', effect: 'NoExecute' }] } } }, mergePatch);
   const pods = await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${name}` });
+  // A DaemonSet pod that tolerates every taint (a node agent's does) comes back as fast as
+  // it is deleted, so its DaemonSet goes first: the cluster ends with the node anyway.
+  const apps = kc.makeApiClient(AppsV1Api);
+  const daemonSets = new Map(pods.items.flatMap((p) => (p.metadata?.ownerReferences ?? []).filter((o) => o.kind === 'DaemonSet')
+    .map((o) => [`${p.metadata!.namespace}/${o.name}`, { namespace: p.metadata!.namespace!, name: o.name }] as const)));
+  await Promise.all([...daemonSets.values()].map((d) => apps.deleteNamespacedDaemonSet({ ...d, propagationPolicy: 'Orphan' }).catch(() => undefined)));
   await Promise.all(pods.items.map((p) => core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: p.metadata!.namespace!, gracePeriodSeconds: 0 }).catch(() => undefined)));
   await waitFor(async () => ((await ctr(sock, ['tasks', 'ls', '-q'])) ?? '').trim() === '', { timeoutMs: 60_000, describe: 'no container left running' });
 }
 
 /** Steps 3-5, for a node of this run or one a crashed run left. */
 async function cleanUp(workDir: string): Promise<void> {
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    const cmd = readText(`/proc/${pid}/cmdline`).split('\0');
-    if (cmd[0]?.endsWith('containerd-shim-runc-v2') && cmd.some((a) => a.startsWith(workDir))) {
-      try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
-    }
+  const pods = new Set(readDir(path.join(workDir, 'kubelet', 'pods')));
+  const procs = readdirSync('/proc').filter((p) => /^\d+$/.test(p))
+    .map((pid) => ({ pid: Number(pid), cmdline: readText(`/proc/${pid}/cmdline`), cgroup: readText(`/proc/${pid}/cgroup`) }));
+  for (const pid of leftoverPids(procs, workDir, pods)) {
+    try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
   }
   const mounts = readText('/proc/mounts').split('\n').map((l) => l.split(' ')[1]?.replace(/\\040/g, ' ') ?? '')
     .filter((m) => m === workDir || m.startsWith(`${workDir}/`)).sort((a, b) => b.length - a.length);
@@ -229,6 +239,23 @@ async function cleanUp(workDir: string): Promise<void> {
   }
   await run('ip', ['link', 'del', network(workDir).bridge]).catch(() => undefined);
   if (!readdirSync(os.tmpdir()).some((d) => d.startsWith(NODE_WORKDIR_PREFIX))) removeCgroups('/sys/fs/cgroup', 'kubepods');
+}
+
+/**
+ * Step 3's processes: this node's containerd shims, and every process in the cgroup of one
+ * of this node's pods. A container whose sandbox the kubelet never stopped (a drain that
+ * timed out: a DaemonSet pod tolerating the teardown taint comes back as fast as it is
+ * deleted) keeps running after its shim is killed, reparented to init; other nodes' pods
+ * share the kubepods hierarchy, so the pod's UID says whose it is.
+ */
+export function leftoverPids(procs: { pid: number; cmdline: string; cgroup: string }[], workDir: string, podUids: ReadonlySet<string>): number[] {
+  return procs.filter(({ cmdline, cgroup }) => {
+    const cmd = cmdline.split('\0');
+    if (cmd[0]?.endsWith('containerd-shim-runc-v2') && cmd.some((a) => a.startsWith(workDir))) return true;
+    // cgroupfs driver: .../kubepods/<qos>/pod<uid>/<container>; systemd: ...-pod<uid with _>.slice/...
+    const m = /pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})/.exec(cgroup);
+    return m !== null && podUids.has(m[1]!.replaceAll('_', '-'));
+  }).map((p) => p.pid);
 }
 
 /** Removes every `name` cgroup below root, deepest first; a busy one is left. */
@@ -275,6 +302,10 @@ function which(bin: string): string {
 
 function onPath(bin: string): string | undefined {
   return (process.env.PATH ?? '').split(':').map((d) => path.join(d, bin)).find((p) => existsSync(p));
+}
+
+function readDir(p: string): string[] {
+  try { return readdirSync(p); } catch { return []; }
 }
 
 function readLink(p: string): string {

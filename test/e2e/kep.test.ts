@@ -7,7 +7,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KubernetesObjectApi, PatchStrategy, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { checkSource } from '../../projections/downwardapi.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
@@ -39,6 +39,9 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
     buildOracle();
     webhook = await startWebhook(e.kc, e.node.workDir);
   }, 300_000);
+  // Before the node and control plane go (after-hooks run last-registered first); the last
+  // test leaves a restarted webhook, and a test process that ends does not take it along.
+  afterAll(async () => { await webhook?.stop(); });
 
   const running = (name: string) => e.waitFor(async () => {
     const p = await e.core.readNamespacedPod({ name, namespace: e.ns });
