@@ -95,10 +95,10 @@ export async function startCsi(o: CsiOptions): Promise<RunningCsi> {
   const defs = loadServices();
   const servers: UnixServer[] = [];
   try {
-    servers.push(await serveUnix(o.socket, [[defs.identity, identity], [defs.node, node]], observe));
+    servers.push(await serveUnix(o.socket, [[defs.identity, identity], [defs.node, node]], { observe }));
     if (o.registrationDir) {
       // Registered last: the kubelet may call the CSI socket as soon as it sees this one.
-      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, registration]], observe));
+      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, registration]], { observe }));
     }
   } catch (err) {
     for (const s of servers) await s.stop();

@@ -1,25 +1,38 @@
-// gRPC plumbing for CSI mode: serves unary handlers on unix sockets and turns thrown
-// errors into gRPC statuses. The services and their codec are services.ts's.
+// CSI mode's sockets: serves the services' unary rpcs (services.ts) on unix sockets over
+// node:http2, with gRPC's framing and statuses from grpc.ts, and turns thrown errors into
+// statuses.
 //
 // Only agent/csi/index.ts imports this, and agent.ts imports that one dynamically when
-// --csi-socket is set: an agent in emptyDir mode never loads gRPC (memory).
+// --csi-socket is set: an agent in emptyDir mode never loads HTTP/2 (memory).
 
 import fs from 'node:fs/promises';
+import http2 from 'node:http2';
 import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
 import { errnoOf } from '../common/errors.ts';
 import { Code, CsiError } from './driver.ts';
+import { answer, RpcError, statusName, type UnaryRoute } from './grpc.ts';
+import type { ServiceDefinition } from './services.ts';
 
 // Requests are tiny (a few paths and labels); a bound keeps a confused client from
 // making the agent buffer megabytes.
-const MAX_MESSAGE_BYTES = 256 * 1024;
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+// The kubelet publishes a node's volumes in parallel; beyond this its client queues.
+const MAX_CONCURRENT_STREAMS = 128;
+// How long stop() lets in-flight calls finish before closing their connections.
+const STOP_GRACE_MS = 5_000;
+
+export interface ServeOptions {
+  observe?: CallObserver;
+  /** Default STOP_GRACE_MS. */
+  stopGraceMs?: number;
+}
 
 /**
  * One service's handlers, by rpc name: request object in, response object (or a thrown
  * error) out. messages.ts types each service's map; here only the shape matters.
  */
 export type Handlers = object;
-type Handler = (request: unknown) => object | Promise<object>;
+type Handler = (request: Record<string, unknown>) => object | Promise<object>;
 
 /** Counts each call by method and gRPC status code name. */
 export type CallObserver = (method: string, code: string) => void;
@@ -32,54 +45,61 @@ export interface UnixServer {
 
 export async function serveUnix(
   socket: string,
-  services: [grpc.ServiceDefinition, Handlers][],
-  observe: CallObserver = () => {},
+  services: [ServiceDefinition, Handlers][],
+  { observe = () => {}, stopGraceMs = STOP_GRACE_MS }: ServeOptions = {},
 ): Promise<UnixServer> {
-  await prepareSocket(socket);
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_MESSAGE_BYTES });
+  const routes = new Map<string, UnaryRoute>();
   for (const [def, handlers] of services) {
-    const impl: grpc.UntypedServiceImplementation = {};
-    for (const method of Object.keys(def)) {
+    for (const [method, rpc] of Object.entries(def)) {
       const fn = (handlers as Record<string, Handler | undefined>)[method];
-      if (fn) impl[method] = unary(method, fn, observe);
+      // An rpc without a handler is answered UNIMPLEMENTED, as for an unknown path.
+      if (fn) routes.set(rpc.path, unary(method, rpc, fn, observe));
     }
-    server.addService(def, impl);
   }
+  await prepareSocket(socket);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const server = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } });
+  server.on('session', (s: http2.ServerHttp2Session) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+  });
+  // A client that does not speak HTTP/2 loses its own connection; nothing else is affected.
+  server.on('sessionError', () => {});
+  server.on('stream', (stream, headers) => answer(stream, headers, routes, MAX_MESSAGE_BYTES));
   await new Promise<void>((resolve, reject) => {
-    server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+    server.once('error', reject);
+    server.listen(socket, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   // Only root on the host (the kubelet) may call: NodePublishVolume writes into pod directories.
   await fs.chmod(socket, 0o600);
   return {
     socket,
     async stop() {
-      await new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 5_000);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // GOAWAY: the kubelet opens no new calls here; the ones in flight finish.
+      for (const s of sessions) s.close();
+      const force = setTimeout(() => { for (const s of sessions) s.destroy(); }, stopGraceMs);
+      await closed;
+      clearTimeout(force);
       await fs.unlink(socket).catch(() => undefined);
     },
   };
 }
 
-function unary(method: string, fn: Handler, observe: CallObserver): grpc.handleUnaryCall<unknown, object> {
-  return (call, callback) => {
-    Promise.resolve()
-      .then(() => fn(call.request))
-      .then((res) => {
-        observe(method, 'OK');
-        callback(null, res);
-      }, (err: unknown) => {
-        const e = err instanceof CsiError ? err : new CsiError(Code.Internal, err instanceof Error ? err.message : String(err), err);
-        observe(method, grpc.status[e.code] ?? String(e.code));
-        callback(Object.assign(new Error(e.message), { code: e.code, details: e.message }), null);
-      });
+function unary(method: string, rpc: ServiceDefinition[string], fn: Handler, observe: CallObserver): UnaryRoute {
+  return async (bytes) => {
+    try {
+      const reply = rpc.encode(await fn(rpc.decode(bytes)));
+      observe(method, 'OK');
+      return reply;
+    } catch (err) {
+      const e = err instanceof CsiError ? err : new CsiError(Code.Internal, err instanceof Error ? err.message : String(err), err);
+      observe(method, statusName(e.code));
+      throw new RpcError(e.code, e.message, err);
+    }
   };
 }
 

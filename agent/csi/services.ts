@@ -1,16 +1,26 @@
-// The gRPC services CSI mode serves, as grpc-js service definitions: each rpc's path and
-// how its messages are encoded and decoded. The codec is static code generated from ./proto
+// The gRPC services CSI mode serves: each rpc's path and how its messages are encoded and
+// decoded (server.ts serves them, unary, as every rpc of these services is). The codec is static code generated from ./proto
 // (scripts/gen-csi-codec.ts), so the agent loads neither a .proto parser nor reflection.
 // test/agent/csi/services.test.ts holds this table against the .proto files' services.
 
-import type * as grpc from '@grpc/grpc-js';
 import * as codec from './proto/codec.js';
 import type { MessageType } from './proto/codec.js';
 
+/** One unary rpc: where it is served, its request decoded, its response encoded. */
+export interface Rpc {
+  /** /<package.Service>/<Method>, as gRPC puts it in :path. */
+  path: string;
+  decode(request: Buffer): Record<string, unknown>;
+  encode(response: object): Buffer;
+}
+
+/** A service's rpcs by method name. */
+export type ServiceDefinition = Record<string, Rpc>;
+
 export interface Services {
-  identity: grpc.ServiceDefinition;
-  node: grpc.ServiceDefinition;
-  registration: grpc.ServiceDefinition;
+  identity: ServiceDefinition;
+  node: ServiceDefinition;
+  registration: ServiceDefinition;
 }
 
 /**
@@ -40,21 +50,10 @@ const RPCS = {
 } as const satisfies Record<keyof Services, readonly [string, Record<string, MessageType | undefined>, Record<string, readonly [string, string]>]>;
 
 export function loadServices(): Services {
-  const service = ([name, pkg, rpcs]: (typeof RPCS)[keyof Services]): grpc.ServiceDefinition => {
-    const def: Record<string, grpc.MethodDefinition<object, object>> = {};
+  const service = ([name, pkg, rpcs]: (typeof RPCS)[keyof Services]): ServiceDefinition => {
+    const def: ServiceDefinition = {};
     for (const [rpc, [req, res]] of Object.entries(rpcs)) {
-      const request = message(pkg, req);
-      const response = message(pkg, res);
-      def[rpc] = {
-        path: `/${name}/${rpc}`,
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: serializer(request),
-        requestDeserialize: deserializer(request),
-        responseSerialize: serializer(response),
-        responseDeserialize: deserializer(response),
-        originalName: rpc[0]!.toLowerCase() + rpc.slice(1),
-      };
+      def[rpc] = { path: `/${name}/${rpc}`, decode: deserializer(message(pkg, req)), encode: serializer(message(pkg, res)) };
     }
     return def;
   };

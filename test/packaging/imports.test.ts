@@ -8,8 +8,8 @@ const ROOT = path.join(import.meta.dirname, '..', '..');
  * What loading the agent's `run` path pulls in, seen from a fresh Node process. Each entry
  * here is memory on every node of a cluster (docs/PERFORMANCE.md, "Where the memory goes").
  */
-function loaded(): { builtins: string[]; files: string[] } {
-  const code = `await import(${JSON.stringify(path.join(ROOT, 'agent', 'agent.ts'))});
+function loaded(entry = path.join('agent', 'agent.ts')): { builtins: string[]; files: string[] } {
+  const code = `await import(${JSON.stringify(path.join(ROOT, entry))});
     const { createRequire } = await import('node:module');
     process.stdout.write(JSON.stringify({ builtins: process.moduleLoadList, files: Object.keys(createRequire(import.meta.url).cache) }));`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: ROOT, encoding: 'utf8' });
@@ -27,15 +27,33 @@ describe('the agent module graph', () => {
   it.each([
     ['@kubernetes/client-node', /@kubernetes\/client-node/],
     ['the YAML parser (only a kubeconfig file needs it)', /node_modules\/yaml\//],
-    ['gRPC (only CSI mode needs it)', /node_modules\/@grpc\//],
+    ['gRPC (only CSI mode needs it)', /agent\/csi\/|node_modules\/(@grpc|protobufjs)\//],
     ['the certificate library (only the webhook needs it)', /node_modules\/(@peculiar|reflect-metadata|tsyringe)\//],
     ['the webhook', /agent\/webhook\//],
   ])('does not load %s', (_what, pattern) => {
     expect(files.filter((f) => pattern.test(f))).toEqual([]);
   });
 
+  it('does not load HTTP/2 (only CSI mode serves it)', () => {
+    expect(builtins.filter((m) => /http2/.test(m))).toEqual([]);
+  });
+
   it('does load what it needs (the check above can see loaded modules)', () => {
     expect(builtins).toContain('NativeModule https');
     expect(files.some((f) => /node_modules\/prom-client\//.test(f))).toBe(true);
+  });
+});
+
+describe('the CSI module graph (loaded with --csi-socket)', () => {
+  const { builtins, files } = loaded(path.join('agent', 'csi', 'index.ts'));
+
+  // gRPC is served by agent/csi/grpc.ts over node:http2: @grpc/grpc-js cost 3 MiB more.
+  it('serves gRPC without @grpc/grpc-js or a .proto parser', () => {
+    expect(files.filter((f) => /node_modules\/(@grpc|protobufjs\/(src\/parse|ext))/.test(f))).toEqual([]);
+  });
+
+  it('does load node:http2 and the codec runtime (the check above can see them)', () => {
+    expect(builtins.some((m) => /http2/.test(m))).toBe(true);
+    expect(files.some((f) => /node_modules\/protobufjs\//.test(f))).toBe(true);
   });
 });

@@ -1,0 +1,152 @@
+/**
+ * gRPC's wire protocol, server side, unary calls only, over node:http2 (no TLS: the
+ * sockets are unix sockets only root can open). CSI and plugin registration have no
+ * streaming rpcs, so this is all the agent needs from gRPC; @grpc/grpc-js did the same
+ * for 3 MiB more per CSI-mode agent (docs/PERFORMANCE.md). Facts from the gRPC over
+ * HTTP/2 specification (grpc/doc/PROTOCOL-HTTP2.md):
+ *
+ *   request   HEADERS  :method POST, :path /<package.Service>/<Method>,
+ *                      content-type application/grpc[+proto|;...], te: trailers,
+ *                      grpc-encoding (optional: identity is all we accept)
+ *             DATA     one length-prefixed message:  flag (1 byte, 0 = not compressed)
+ *                      | length (4 bytes, big-endian) | message bytes
+ *   response  HEADERS  :status 200, content-type application/grpc
+ *             DATA     one length-prefixed message
+ *             HEADERS  (trailers) grpc-status 0
+ *   error     one HEADERS frame, END_STREAM ("trailers-only"): :status 200, content-type,
+ *             grpc-status <code>, grpc-message <percent-encoded UTF-8>
+ *
+ * A request that is not gRPC at all gets a plain HTTP status (405, 415), as the spec says.
+ * Deadlines (grpc-timeout) are the client's to enforce: it resets the stream, and a reply
+ * to a stream already gone is dropped. Handlers here are bounded by their own timeouts.
+ */
+
+import http2 from 'node:http2';
+
+/** Status codes (grpc/doc/statuscodes.md), by value; the names are what metrics show. */
+export const STATUS_NAMES = [
+  'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS',
+  'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE',
+  'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
+] as const;
+
+const S = { INTERNAL: 13, RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12 } as const;
+
+export function statusName(code: number): string {
+  return STATUS_NAMES[code] ?? String(code);
+}
+
+/** What a handler throws to answer with a status other than INTERNAL. */
+export class RpcError extends Error {
+  readonly code: number;
+  constructor(code: number, message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'RpcError';
+    this.code = code;
+  }
+}
+
+/** One unary rpc: request bytes in, response bytes out (or a thrown error). */
+export type UnaryRoute = (request: Buffer) => Promise<Buffer>;
+
+const PREFIX_BYTES = 5;
+
+/** A message as it goes on the wire: not compressed, 4-byte big-endian length, the bytes. */
+export function frame(message: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(PREFIX_BYTES + message.length);
+  out[0] = 0;
+  out.writeUInt32BE(message.length, 1);
+  message.copy(out, PREFIX_BYTES);
+  return out;
+}
+
+/**
+ * The one message of a unary request's body, or the status that refuses it: no message,
+ * a truncated one, more than one, a compressed one (we never offer compression), or one
+ * larger than `max` bytes.
+ */
+export function unframe(body: Buffer, max: number): Buffer | RpcError {
+  if (body.length < PREFIX_BYTES) return new RpcError(S.INTERNAL, body.length === 0 ? 'request has no message' : 'request message prefix is truncated');
+  if ((body[0]! & 1) !== 0) return new RpcError(S.INTERNAL, 'request message is compressed, but no compression was negotiated');
+  const length = body.readUInt32BE(1);
+  if (length > max) return new RpcError(S.RESOURCE_EXHAUSTED, `request message is larger than the maximum (${length} > ${max} bytes)`);
+  if (body.length < PREFIX_BYTES + length) return new RpcError(S.INTERNAL, 'request message is truncated');
+  if (body.length > PREFIX_BYTES + length) return new RpcError(S.INTERNAL, 'a unary call got more than one request message');
+  return body.subarray(PREFIX_BYTES);
+}
+
+/** grpc-message: UTF-8 bytes outside printable ASCII, and '%', as %XX. */
+export function percentEncode(message: string): string {
+  let out = '';
+  for (const b of Buffer.from(message, 'utf8')) {
+    out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/**
+ * Answers one HTTP/2 stream as a unary gRPC call to `routes` (by :path). Never throws:
+ * every outcome is a response on the stream, or nothing if the client has gone.
+ */
+export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>, maxMessageBytes: number): void {
+  stream.on('error', () => {}); // the client reset the stream: there is no one to answer
+  if (headers[':method'] !== 'POST') return plain(stream, 405);
+  if (!/^application\/grpc(?:[+;]|$)/.test(String(headers['content-type'] ?? ''))) return plain(stream, 415);
+  const encoding = headers['grpc-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') {
+    return fail(stream, new RpcError(S.UNIMPLEMENTED, `grpc-encoding ${String(encoding)} is not supported`), { 'grpc-accept-encoding': 'identity' });
+  }
+  const route = routes.get(String(headers[':path']));
+  if (!route) return fail(stream, new RpcError(S.UNIMPLEMENTED, `unknown method ${String(headers[':path'])}`));
+
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let refused = false;
+  stream.on('data', (chunk: Buffer) => {
+    if (refused) return;
+    size += chunk.length;
+    // Stop buffering as soon as the body cannot be one message within the bound.
+    if (size > PREFIX_BYTES + maxMessageBytes) {
+      refused = true;
+      chunks.length = 0;
+      fail(stream, new RpcError(S.RESOURCE_EXHAUSTED, `request message is larger than the maximum (${maxMessageBytes} bytes)`));
+      return;
+    }
+    chunks.push(chunk);
+  });
+  stream.on('end', () => {
+    if (refused) return;
+    const message = unframe(Buffer.concat(chunks, size), maxMessageBytes);
+    if (message instanceof RpcError) return fail(stream, message);
+    route(message).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, asRpcError(err)));
+  });
+}
+
+function asRpcError(err: unknown): RpcError {
+  if (err instanceof RpcError) return err;
+  return new RpcError(S.INTERNAL, err instanceof Error ? err.message : String(err), err);
+}
+
+/** False if the client has reset or closed the stream: a reply would be dropped anyway. */
+function open(stream: http2.ServerHttp2Stream): boolean {
+  return !stream.destroyed && !stream.closed && !stream.headersSent;
+}
+
+function plain(stream: http2.ServerHttp2Stream, status: number): void {
+  if (open(stream)) stream.respond({ ':status': status }, { endStream: true });
+}
+
+function ok(stream: http2.ServerHttp2Stream, reply: Buffer): void {
+  if (!open(stream)) return;
+  stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+  stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+  stream.end(frame(reply));
+}
+
+function fail(stream: http2.ServerHttp2Stream, err: RpcError, extra: http2.OutgoingHttpHeaders = {}): void {
+  if (!open(stream)) return;
+  stream.respond({
+    ':status': 200, 'content-type': 'application/grpc', ...extra,
+    'grpc-status': String(err.code), 'grpc-message': percentEncode(err.message),
+  }, { endStream: true });
+}

@@ -1,0 +1,135 @@
+// The agent's CSI sockets (agent/csi/server.ts) called by a gRPC implementation that is not
+// ours: @grpc/grpc-js, decoding with @grpc/proto-loader from the .proto files. The grpc-go
+// side (the kubelet, csi-sanity) is test/e2e's and localcluster/csi's.
+import { lstatSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Code, CsiError } from '../../../agent/csi/driver.ts';
+import { MAX_MESSAGE_BYTES, serveUnix, type Handlers, type UnixServer } from '../../../agent/csi/server.ts';
+import { loadServices } from '../../../agent/csi/services.ts';
+import { csiClient } from '../../support/csi.ts';
+
+const defs = loadServices();
+const servers: UnixServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.stop();
+});
+
+function sock(): string {
+  return path.join(mkdtempSync(path.join(os.tmpdir(), 'csi-server-')), 'csi.sock');
+}
+
+async function serve(node: Handlers, opts: { socket?: string; stopGraceMs?: number } = {}) {
+  const calls: string[] = [];
+  const socket = opts.socket ?? sock();
+  const server = await serveUnix(socket, [[defs.identity, { Probe: () => ({ ready: { value: true } }) }], [defs.node, node]], {
+    observe: (method, code) => calls.push(`${method} ${code}`),
+    ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
+  });
+  servers.push(server);
+  return { socket, server, calls, c: csiClient(socket) };
+}
+
+describe('serveUnix', () => {
+  it('serves each handler at its rpc, decoded requests in and encoded responses out', async () => {
+    const { c, calls } = await serve({
+      NodeGetInfo: () => ({ nodeId: 'node-a', maxVolumesPerNode: '9007199254740993' }),
+      NodePublishVolume: (req: Record<string, unknown>) => {
+        expect(req).toMatchObject({ volumeId: 'v1', targetPath: '/t', readonly: true, volumeContext: { k: 'v' } });
+        return {};
+      },
+    });
+    expect(await c.call('node', 'NodeGetInfo')).toMatchObject({ code: 0, res: { nodeId: 'node-a', maxVolumesPerNode: '9007199254740993' } });
+    expect(await c.call('node', 'NodePublishVolume', { volumeId: 'v1', targetPath: '/t', readonly: true, volumeContext: { k: 'v' } })).toMatchObject({ code: 0 });
+    expect(await c.call('identity', 'Probe')).toMatchObject({ code: 0, res: { ready: { value: true } } });
+    expect(calls).toEqual(['NodeGetInfo OK', 'NodePublishVolume OK', 'Probe OK']);
+  });
+
+  it.each<[string, () => never, number, string, string]>([
+    ['a CsiError: its code and message, exactly', () => { throw new CsiError(Code.NotFound, 'pod ns/ünï is gone: 100%\nretry'); }, 5, 'pod ns/ünï is gone: 100%\nretry', 'NOT_FOUND'],
+    ['any other error: INTERNAL', () => { throw new TypeError('boom'); }, 13, 'boom', 'INTERNAL'],
+  ])('answers %s', async (_name, handler, code, details, counted) => {
+    const { c, calls } = await serve({ NodeGetInfo: handler });
+    expect(await c.call('node', 'NodeGetInfo')).toEqual({ code, details });
+    expect(calls).toEqual([`NodeGetInfo ${counted}`]);
+  });
+
+  it('answers UNIMPLEMENTED for an rpc it has no handler for, and serves the next call', async () => {
+    const { c, calls } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }) });
+    expect((await c.call('node', 'NodeGetCapabilities')).code).toBe(12);
+    expect(await c.call('node', 'NodeGetInfo')).toMatchObject({ code: 0, res: { nodeId: 'n' } });
+    expect(calls).toEqual(['NodeGetInfo OK']);
+  });
+
+  it('refuses a request larger than MAX_MESSAGE_BYTES with RESOURCE_EXHAUSTED, before the handler sees it', async () => {
+    let called = 0;
+    const { c } = await serve({ NodePublishVolume: () => { called++; return {}; } });
+    const r = await c.call('node', 'NodePublishVolume', { volumeId: 'x'.repeat(MAX_MESSAGE_BYTES + 1) });
+    expect(r.code).toBe(8);
+    expect(called).toBe(0);
+    expect((await c.call('node', 'NodePublishVolume', { volumeId: 'x'.repeat(1000) })).code).toBe(0);
+  });
+
+  it('makes the socket 0600 (only root, the kubelet, may call)', async () => {
+    const { socket } = await serve({});
+    expect(lstatSync(socket).mode & 0o777).toBe(0o600);
+  });
+
+  it('replaces a socket left by an earlier run, and refuses (never deletes) anything else at the path', async () => {
+    const first = await serve({ NodeGetInfo: () => ({ nodeId: 'old' }) });
+    await first.server.stop();
+    servers.splice(servers.indexOf(first.server), 1);
+    const stale = net.createServer();
+    await new Promise<void>((r) => stale.listen(first.socket, r));
+    stale.close(); // closing a listener does not unlink its path here: a stale socket file stays
+    const again = await serve({ NodeGetInfo: () => ({ nodeId: 'new' }) }, { socket: first.socket });
+    expect(await again.c.call('node', 'NodeGetInfo')).toMatchObject({ res: { nodeId: 'new' } });
+
+    const file = sock();
+    writeFileSync(file, 'not a socket');
+    await expect(serveUnix(file, [])).rejects.toThrow(/not a socket; refusing/);
+    expect(readFileSync(file, 'utf8')).toBe('not a socket');
+  });
+
+  it('keeps serving after a client that does not speak HTTP/2', async () => {
+    const { socket, c } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }) });
+    await new Promise<void>((resolve) => {
+      const raw = net.connect(socket, () => raw.end('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+      raw.on('close', () => resolve());
+      raw.on('error', () => resolve());
+      raw.resume();
+    });
+    expect(await c.call('node', 'NodeGetInfo')).toMatchObject({ code: 0 });
+  });
+
+  it('stop() lets a call in flight finish, then removes the socket', async () => {
+    let release!: () => void;
+    const started = Promise.withResolvers<void>();
+    const { socket, server, c } = await serve({
+      NodeGetInfo: async () => {
+        started.resolve();
+        await new Promise<void>((r) => { release = r; });
+        return { nodeId: 'finished' };
+      },
+    });
+    const call = c.call('node', 'NodeGetInfo');
+    await started.promise;
+    const stopped = server.stop();
+    release();
+    expect(await call).toMatchObject({ code: 0, res: { nodeId: 'finished' } });
+    await stopped;
+    servers.splice(servers.indexOf(server), 1);
+    expect(() => lstatSync(socket)).toThrow(/ENOENT/);
+  });
+
+  it('stop() closes a connection whose call never finishes, after the grace period', async () => {
+    const { server, c } = await serve({ NodeGetInfo: () => new Promise<never>(() => {}) }, { stopGraceMs: 50 });
+    const call = c.call('node', 'NodeGetInfo');
+    await new Promise((r) => setTimeout(r, 50));
+    await server.stop();
+    servers.splice(servers.indexOf(server), 1);
+    expect((await call).code).not.toBe(0);
+  });
+});
