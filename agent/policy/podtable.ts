@@ -9,7 +9,6 @@
 // get the pod's files; a CSI volume carrying downwardAPI items (the webhook's rewrite of
 // KEP syntax) gets its own, or a refusal when its items cannot be served.
 
-import path from 'node:path';
 import type { ProjectionError } from '../common/errors.ts';
 import type { DownwardPod } from '../../projections/downwardapi.ts';
 import type { InvolvedObject } from '../kube/events.ts';
@@ -18,6 +17,7 @@ import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/i
 import type { DirWatcher } from '../volume/dirwatch.ts';
 import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
+import { joinUnder } from '../volume/dirfd.ts';
 
 /** The parts of a pod object the agent reads. */
 export type PodView = PodMeta & PodVolumesView & DownwardPod & {
@@ -259,7 +259,7 @@ export function hasOwnFiles(t: Tracked, volume: string): boolean {
 }
 
 export function dirOf(target: VolumeTarget): string {
-  return path.join(target.root, ...target.components);
+  return joinUnder(target.root, target.components);
 }
 
 export function podKey(t: Tracked): string {

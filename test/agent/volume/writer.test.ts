@@ -206,3 +206,47 @@ describe('FsVolumeWriter against a temporary swapped between close and rename', 
     expect(readFileSync(path.join(vol, FILES.ownerReferences), 'utf8')).toBe(files().find((f) => f.path === FILES.ownerReferences)!.bytes.toString());
   });
 });
+
+describe('FsVolumeWriter: a file created with its mode, or fchmod-ed when the umask would strip it', () => {
+  /** Counts fchmod calls through the ops seam. */
+  const counting = () => {
+    let chmods = 0;
+    const wrap = (ops: FsOps): FsOps => ({
+      ...ops,
+      async open(p, flags, mode) {
+        const fh = await ops.open(p, flags, mode);
+        return { ...fh, fd: fh.fd, chmod: async (m: number) => { chmods++; await fh.chmod(m); } };
+      },
+    });
+    return { ops: { memory: wrap(inlineOps), disk: wrap(threadPoolOps) }, chmods: () => chmods };
+  };
+  const processUmask = parseInt(/^Umask:\s*([0-7]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]!, 8);
+
+  // The writer is told the process umask, a stricter one (it then only does more), or none.
+  it.each(([
+    [0o644, 'process'], [0o400, 'process'], [0o755, 'process'], [0o666, 'process'], [0o777, 'process'],
+    [0o644, 'stricter'], [0o400, 'stricter'], [0o644, 'unknown'],
+  ] as const).map(([m, told]) => [m.toString(8), m, told] as const))('mode %s, umask %s: the exact mode, and fchmod only where the umask strips a bit', async (_octal, fileMode, told) => {
+    const { root, vol } = setup();
+    const c = counting();
+    const umask = told === 'process' ? processUmask : told === 'stricter' ? processUmask | 0o077 : null;
+    const w = new FsVolumeWriter({ ops: c.ops, umask });
+    await w.sync({ ...target(root), memory: true }, [{ path: 'item', bytes: Buffer.from('x'), mode: fileMode }]);
+    expect(statSync(path.join(vol, 'item')).mode & 0o7777).toBe(fileMode);
+    expect(c.chmods()).toBe(umask === null || (fileMode & umask) !== 0 ? 1 : 0);
+  });
+
+  it('skips fchmod for the agent\'s own 0644 files under the usual umask', async () => {
+    const { root } = setup();
+    const c = counting();
+    await new FsVolumeWriter({ ops: c.ops, umask: 0o022 }).sync({ ...target(root), memory: true }, files());
+    expect(c.chmods()).toBe(0);
+  });
+
+  it('reads the process umask itself: a mode the umask strips still comes out exact', async () => {
+    const { root, vol } = setup();
+    const modes = [0o666, 0o777, 0o644, 0o602];
+    await new FsVolumeWriter().sync({ ...target(root), memory: true }, modes.map((mode, i) => ({ path: `f${i}`, bytes: Buffer.from('x'), mode })));
+    expect(modes.map((_m, i) => statSync(path.join(vol, `f${i}`)).mode & 0o7777)).toEqual(modes);
+  });
+});
