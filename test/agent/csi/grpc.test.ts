@@ -145,6 +145,27 @@ describe('answer', () => {
     expect(r.headers['grpc-status']).toBeUndefined();
   });
 
+  // Refused before the body is read (unknown method, wrong content type): the complete reply
+  // ends the stream (RST_STREAM NO_ERROR after it), so a client sending more than HTTP/2's
+  // 64 KiB window is not left blocked on flow control.
+  it.each<[string, http2.OutgoingHttpHeaders]>([
+    ['an unknown method', { ':path': '/t.S/Nope' }],
+    ['a POST that is not gRPC', { ':path': '/t.S/Echo', 'content-type': 'application/json' }],
+  ])('lets a client finish sending a large body to %s', async (_name, headers) => {
+    const session = http2.connect('http://localhost', { createConnection: () => net.connect(socket) });
+    try {
+      const req = session.request({ ':method': 'POST', 'content-type': 'application/grpc', ...headers });
+      req.on('error', () => {});
+      req.resume();
+      const closed = new Promise<void>((r) => req.on('close', () => r()));
+      req.end(Buffer.alloc(300 * 1024));
+      await closed;
+      expect(req.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    } finally {
+      session.close();
+    }
+  });
+
   it('keeps serving after a client resets its stream mid-message', async () => {
     const session = http2.connect('http://localhost', { createConnection: () => net.connect(socket) });
     const req = session.request({ ':method': 'POST', ':path': '/t.S/Echo', 'content-type': 'application/grpc' });
