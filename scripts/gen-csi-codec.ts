@@ -14,7 +14,7 @@ export const PROTO_DIR = path.join(ROOT, 'agent', 'csi', 'proto');
 export const CODEC = path.join(PROTO_DIR, 'codec.js');
 
 // --sparse: only the messages the services reach. Clients, verify, delimited and type-URL
-// code are left out: the agent only serves, and grpc-js frames each message itself.
+// code are left out: the agent only serves, and agent/csi/grpc.ts frames each message itself.
 const PBJS_ARGS = ['-t', 'static-module', '-w', 'es6', '--sparse', '--dependency', 'protobufjs/minimal.js',
   '--no-create', '--no-verify', '--no-delimited', '--no-typeurl', '--no-comments'];
 
