@@ -67,12 +67,33 @@ export function frame(message: Buffer): Buffer {
  */
 export function unframe(body: Buffer, max: number): Buffer | RpcError {
   if (body.length < PREFIX_BYTES) return new RpcError(S.INTERNAL, body.length === 0 ? 'request has no message' : 'request message prefix is truncated');
-  if ((body[0]! & 1) !== 0) return new RpcError(S.INTERNAL, 'request message is compressed, but no compression was negotiated');
+  if (body[0] === 1) return new RpcError(S.INTERNAL, 'request message is compressed, but no compression was negotiated');
+  if (body[0] !== 0) return new RpcError(S.INTERNAL, `request message has an invalid flag byte ${body[0]}`);
   const length = body.readUInt32BE(1);
   if (length > max) return new RpcError(S.RESOURCE_EXHAUSTED, `request message is larger than the maximum (${length} > ${max} bytes)`);
   if (body.length < PREFIX_BYTES + length) return new RpcError(S.INTERNAL, 'request message is truncated');
   if (body.length > PREFIX_BYTES + length) return new RpcError(S.INTERNAL, 'a unary call got more than one request message');
   return body.subarray(PREFIX_BYTES);
+}
+
+/**
+ * At most this many UTF-8 bytes of an error message go back: percent-encoded (up to three
+ * times longer) it stays far below Node's 64 KiB bound on a header block, over which the
+ * stream is reset and the status lost.
+ */
+export const MAX_STATUS_MESSAGE_BYTES = 4096;
+
+/** The message cut to MAX_STATUS_MESSAGE_BYTES of UTF-8, on a character boundary, marked with '…'. */
+export function boundMessage(message: string): string {
+  if (Buffer.byteLength(message) <= MAX_STATUS_MESSAGE_BYTES) return message;
+  let out = '';
+  let bytes = 3; // the ellipsis
+  for (const ch of message) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > MAX_STATUS_MESSAGE_BYTES) break;
+    out += ch;
+  }
+  return `${out}…`;
 }
 
 /** grpc-message: UTF-8 bytes outside printable ASCII, and '%', as %XX. */
@@ -91,7 +112,11 @@ export function percentEncode(message: string): string {
 export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>, maxMessageBytes: number): void {
   stream.on('error', () => {}); // the client reset the stream: there is no one to answer
   if (headers[':method'] !== 'POST') return plain(stream, 405);
-  if (!/^application\/grpc(?:[+;]|$)/.test(String(headers['content-type'] ?? ''))) return plain(stream, 415);
+  const contentType = /^application\/grpc(?:\+([^;]*))?(?:;|$)/.exec(String(headers['content-type'] ?? ''));
+  if (!contentType) return plain(stream, 415);
+  if (contentType[1] !== undefined && contentType[1] !== 'proto') {
+    return fail(stream, new RpcError(S.UNIMPLEMENTED, `content-subtype ${contentType[1]} is not supported (proto only)`));
+  }
   const encoding = headers['grpc-encoding'];
   if (encoding !== undefined && encoding !== 'identity') {
     return fail(stream, new RpcError(S.UNIMPLEMENTED, `grpc-encoding ${String(encoding)} is not supported`), { 'grpc-accept-encoding': 'identity' });
@@ -110,6 +135,9 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
       refused = true;
       chunks.length = 0;
       fail(stream, new RpcError(S.RESOURCE_EXHAUSTED, `request message is larger than the maximum (${maxMessageBytes} bytes)`));
+      // The reply is complete: stop the client's sending side too (RST_STREAM NO_ERROR), so a
+      // client that never ends its body does not keep one of the connection's stream slots.
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
       return;
     }
     chunks.push(chunk);
@@ -118,7 +146,8 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
     if (refused) return;
     const message = unframe(Buffer.concat(chunks, size), maxMessageBytes);
     if (message instanceof RpcError) return fail(stream, message);
-    route(message).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, asRpcError(err)));
+    // Through a promise, so that a route throwing instead of rejecting is answered too.
+    Promise.resolve(message).then(route).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, asRpcError(err)));
   });
 }
 
@@ -147,6 +176,6 @@ function fail(stream: http2.ServerHttp2Stream, err: RpcError, extra: http2.Outgo
   if (!open(stream)) return;
   stream.respond({
     ':status': 200, 'content-type': 'application/grpc', ...extra,
-    'grpc-status': String(err.code), 'grpc-message': percentEncode(err.message),
+    'grpc-status': String(err.code), 'grpc-message': percentEncode(boundMessage(err.message)),
   }, { endStream: true });
 }

@@ -57,6 +57,7 @@ export async function startCsi(o: CsiOptions): Promise<RunningCsi> {
     registers: [o.registry],
   });
   const observe = (method: string, code: string) => requests.inc({ method, code });
+  const onError = (err: unknown) => o.log.error({ [F.err]: err }, 'csi socket error');
 
   const published = await findPublished(o.kubeletRoot, DRIVER_NAME, o.log);
   for (const p of published) o.pods.adopt(p.diskUid, p.volume, p.target);
@@ -95,10 +96,10 @@ export async function startCsi(o: CsiOptions): Promise<RunningCsi> {
   const defs = loadServices();
   const servers: UnixServer[] = [];
   try {
-    servers.push(await serveUnix(o.socket, [[defs.identity, identity], [defs.node, node]], { observe }));
+    servers.push(await serveUnix(o.socket, [[defs.identity, identity], [defs.node, node]], { observe, onError }));
     if (o.registrationDir) {
       // Registered last: the kubelet may call the CSI socket as soon as it sees this one.
-      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, registration]], { observe }));
+      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, registration]], { observe, onError }));
     }
   } catch (err) {
     for (const s of servers) await s.stop();

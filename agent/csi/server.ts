@@ -7,6 +7,7 @@
 
 import fs from 'node:fs/promises';
 import http2 from 'node:http2';
+import type net from 'node:net';
 import path from 'node:path';
 import { errnoOf } from '../common/errors.ts';
 import { Code, CsiError } from './driver.ts';
@@ -23,6 +24,8 @@ const STOP_GRACE_MS = 5_000;
 
 export interface ServeOptions {
   observe?: CallObserver;
+  /** A listening socket's error after start (accepting failed); default: ignored. */
+  onError?: (err: unknown) => void;
   /** Default STOP_GRACE_MS. */
   stopGraceMs?: number;
 }
@@ -46,7 +49,7 @@ export interface UnixServer {
 export async function serveUnix(
   socket: string,
   services: [ServiceDefinition, Handlers][],
-  { observe = () => {}, stopGraceMs = STOP_GRACE_MS }: ServeOptions = {},
+  { observe = () => {}, onError = () => {}, stopGraceMs = STOP_GRACE_MS }: ServeOptions = {},
 ): Promise<UnixServer> {
   const routes = new Map<string, UnaryRoute>();
   for (const [def, handlers] of services) {
@@ -58,7 +61,14 @@ export async function serveUnix(
   }
   await prepareSocket(socket);
   const sessions = new Set<http2.ServerHttp2Session>();
+  // The raw connections too: a peer that never reads or closes keeps a closed session's socket
+  // open (Node ends it and waits for the peer), so stop() destroys the sockets themselves.
+  const connections = new Set<net.Socket>();
   const server = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } });
+  server.on('connection', (c: net.Socket) => {
+    connections.add(c);
+    c.once('close', () => connections.delete(c));
+  });
   server.on('session', (s: http2.ServerHttp2Session) => {
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
@@ -70,6 +80,7 @@ export async function serveUnix(
     server.once('error', reject);
     server.listen(socket, () => {
       server.off('error', reject);
+      server.on('error', onError);
       resolve();
     });
   });
@@ -81,7 +92,10 @@ export async function serveUnix(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // GOAWAY: the kubelet opens no new calls here; the ones in flight finish.
       for (const s of sessions) s.close();
-      const force = setTimeout(() => { for (const s of sessions) s.destroy(); }, stopGraceMs);
+      const force = setTimeout(() => {
+        for (const s of sessions) s.destroy();
+        for (const c of connections) c.destroy();
+      }, stopGraceMs);
       await closed;
       clearTimeout(force);
       await fs.unlink(socket).catch(() => undefined);

@@ -21,6 +21,7 @@ describe('unframe', () => {
     ['a truncated message', Buffer.concat([prefix(0, 5), Buffer.from('ab')]), 13, /message is truncated/],
     ['two messages', Buffer.concat([prefix(0, 1), Buffer.from('a'), prefix(0, 1), Buffer.from('b')]), 13, /more than one/],
     ['the compressed flag', Buffer.concat([prefix(1, 1), Buffer.from('a')]), 13, /compressed/],
+    ['a flag byte that is neither 0 nor 1', Buffer.concat([prefix(2, 1), Buffer.from('a')]), 13, /flag/],
     ['a declared length over the bound', prefix(0, MAX + 1), 8, /larger than the maximum \(65 > 64/],
     ['a 4 GiB declared length', prefix(0, 0xffffffff), 8, /larger than the maximum/],
   ])('%s', (_name, body, code, message) => {
@@ -52,8 +53,10 @@ describe('percentEncode (grpc-message)', () => {
 // One server for the wire tests: /t.S/Echo echoes, /t.S/Fail throws what the request says.
 const routes = new Map<string, UnaryRoute>([
   ['/t.S/Echo', async (b) => b],
+  ['/t.S/Sync', (() => { throw new Error('thrown before any promise'); }) as UnaryRoute],
   ['/t.S/Fail', async (b) => {
     if (b.toString() === 'plain') throw new Error('plain failure');
+    if (b.toString() === 'long') throw new RpcError(5, `${'é'.repeat(40_000)}end`);
     throw new RpcError(5, 'gone: ünï 100%');
   }],
 ]);
@@ -121,6 +124,8 @@ describe('answer', () => {
     ['a body over the bound, sent in pieces', { ':path': '/t.S/Echo' }, Array.from({ length: 40 }, () => Buffer.alloc(8)), '8', /larger than the maximum/],
     ['a handler\'s RpcError: its code, its message percent-encoded', { ':path': '/t.S/Fail' }, [msg('x')], '5', /^gone: %C3%BCn%C3%AF 100%25$/],
     ['any other thrown error', { ':path': '/t.S/Fail' }, [msg('plain')], '13', /^plain failure$/],
+    ['a route that throws instead of rejecting', { ':path': '/t.S/Sync' }, [msg('x')], '13', /^thrown before any promise$/],
+    ['a content-subtype other than proto', { ':path': '/t.S/Echo', 'content-type': 'application/grpc+json' }, [msg('x')], '12', /content-subtype json/],
   ])('refuses with a status: %s', async (_name, headers, body, status, message) => {
     const r = await request(headers, body);
     expect(r.headers[':status']).toBe(200);
@@ -128,6 +133,15 @@ describe('answer', () => {
     expect(r.headers['grpc-status']).toBe(status);
     expect(String(r.headers['grpc-message'])).toMatch(message);
     expect(r.body.length).toBe(0);
+  });
+
+  // Node refuses a header block over 64 KiB and resets the stream: the status would be lost.
+  it('cuts a long error message to 4 KiB of UTF-8 (whole characters) and keeps its status', async () => {
+    const r = await request({ ':path': '/t.S/Fail' }, [msg('long')]);
+    expect(r.headers['grpc-status']).toBe('5');
+    const text = decodeURIComponent(String(r.headers['grpc-message']));
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(4096);
+    expect(text).toMatch(/^(é)+…$/);
   });
 
   it('says which encoding it accepts when refusing one', async () => {
@@ -161,6 +175,25 @@ describe('answer', () => {
       req.end(Buffer.alloc(300 * 1024));
       await closed;
       expect(req.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    } finally {
+      session.close();
+    }
+  });
+
+  // Refused mid-body: the client's sending side is closed too, or a client that never ends
+  // its body would hold one of the connection's stream slots.
+  it('closes a stream refused mid-body, even if the client never ends it', async () => {
+    const session = http2.connect('http://localhost', { createConnection: () => net.connect(socket) });
+    try {
+      const req = session.request({ ':method': 'POST', ':path': '/t.S/Echo', 'content-type': 'application/grpc' });
+      req.on('error', () => {});
+      req.resume();
+      const closed = new Promise<void>((r) => req.on('close', () => r()));
+      let status: unknown;
+      req.on('response', (h) => { status = h['grpc-status']; });
+      req.write(Buffer.alloc(MAX * 4)); // never ended
+      await closed;
+      expect(status).toBe('8');
     } finally {
       session.close();
     }

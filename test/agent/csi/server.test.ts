@@ -124,6 +124,27 @@ describe('serveUnix', () => {
     expect(() => lstatSync(socket)).toThrow(/ENOENT/);
   });
 
+  // A peer that never reads or closes (a wedged client, a hand-opened socket) must not hold
+  // the agent's shutdown: after the grace period its connection is cut.
+  it.each([
+    ['with the HTTP/2 preface', true],
+    ['without it', false],
+  ])('stop() returns after the grace period with a peer that never closes its connection (%s)', async (_name, preface) => {
+    const { socket, server } = await serve({}, { stopGraceMs: 50 });
+    const raw = net.connect(socket);
+    raw.on('error', () => {});
+    raw.pause(); // never reads
+    await new Promise<void>((r) => raw.once('connect', () => r()));
+    if (preface) raw.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 50));
+    await server.stop();
+    servers.splice(servers.indexOf(server), 1);
+    // And the agent's end of that connection is gone, not left open.
+    const closed = new Promise<void>((r) => raw.once('close', () => r()));
+    raw.resume();
+    await closed;
+  });
+
   it('stop() closes a connection whose call never finishes, after the grace period', async () => {
     const { server, c } = await serve({ NodeGetInfo: () => new Promise<never>(() => {}) }, { stopGraceMs: 50 });
     const call = c.call('node', 'NodeGetInfo');
