@@ -17,6 +17,7 @@ import { diskUID, DOWNWARD_API_ATTRIBUTE, usesCsiDriver } from '../volume/resolv
 import type { VolumeTarget } from '../volume/writer.ts';
 import type * as M from './messages.ts';
 import { parseTargetPath } from './paths.ts';
+import { RpcError } from './status.ts';
 
 export const DRIVER_NAME = 'ownerrefs.dev';
 
@@ -37,12 +38,12 @@ export const Code = {
 } as const;
 export type CodeValue = (typeof Code)[keyof typeof Code];
 
-export class CsiError extends Error {
-  readonly code: CodeValue;
+/** The driver's errors: a status of the subset above (status.ts answers it as is). */
+export class CsiError extends RpcError {
+  declare readonly code: CodeValue;
   constructor(code: CodeValue, message: string, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause });
+    super(code, message, cause);
     this.name = 'CsiError';
-    this.code = code;
   }
 }
 

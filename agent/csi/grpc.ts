@@ -22,29 +22,7 @@
  */
 
 import http2 from 'node:http2';
-
-/** Status codes (grpc/doc/statuscodes.md), by value; the names are what metrics show. */
-export const STATUS_NAMES = [
-  'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS',
-  'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE',
-  'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
-] as const;
-
-const S = { INTERNAL: 13, RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12 } as const;
-
-export function statusName(code: number): string {
-  return STATUS_NAMES[code] ?? String(code);
-}
-
-/** What a handler throws to answer with a status other than INTERNAL. */
-export class RpcError extends Error {
-  readonly code: number;
-  constructor(code: number, message: string, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = 'RpcError';
-    this.code = code;
-  }
-}
+import { RpcError, Status as S } from './status.ts';
 
 /** One unary rpc: request bytes in, response bytes out (or a thrown error). */
 export type UnaryRoute = (request: Buffer) => Promise<Buffer>;

@@ -10,9 +10,9 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import path from 'node:path';
 import { errnoOf } from '../common/errors.ts';
-import { Code, CsiError } from './driver.ts';
-import { answer, RpcError, statusName, type UnaryRoute } from './grpc.ts';
+import { answer, type UnaryRoute } from './grpc.ts';
 import type { ServiceDefinition } from './services.ts';
+import { RpcError, Status, statusName } from './status.ts';
 
 // Requests are tiny (a few paths and labels); a bound keeps a confused client from
 // making the agent buffer megabytes.
@@ -110,9 +110,9 @@ function unary(method: string, rpc: ServiceDefinition[string], fn: Handler, obse
       observe(method, 'OK');
       return reply;
     } catch (err) {
-      const e = err instanceof CsiError ? err : new CsiError(Code.Internal, err instanceof Error ? err.message : String(err), err);
+      const e = err instanceof RpcError ? err : new RpcError(Status.INTERNAL, err instanceof Error ? err.message : String(err), err);
       observe(method, statusName(e.code));
-      throw new RpcError(e.code, e.message, err);
+      throw e;
     }
   };
 }

@@ -9,9 +9,15 @@ const ROOT = path.join(import.meta.dirname, '..', '..');
  * here is memory on every node of a cluster (docs/PERFORMANCE.md, "Where the memory goes").
  */
 function loaded(entry = path.join('agent', 'agent.ts')): { builtins: string[]; files: string[] } {
-  const code = `await import(${JSON.stringify(path.join(ROOT, entry))});
-    const { createRequire } = await import('node:module');
-    process.stdout.write(JSON.stringify({ builtins: process.moduleLoadList, files: Object.keys(createRequire(import.meta.url).cache) }));`;
+  // A load hook sees every module, ES (our .ts files) and CommonJS alike; require's cache
+  // alone lists only the CommonJS ones (node_modules), never the agent's own files.
+  const code = `const { registerHooks, createRequire } = await import('node:module');
+    const { fileURLToPath } = await import('node:url');
+    const seen = new Set();
+    registerHooks({ load(url, context, next) { if (url.startsWith('file:')) seen.add(fileURLToPath(url)); return next(url, context); } });
+    await import(${JSON.stringify(path.join(ROOT, entry))});
+    const files = [...new Set([...seen, ...Object.keys(createRequire(import.meta.url).cache)])];
+    process.stdout.write(JSON.stringify({ builtins: process.moduleLoadList, files }));`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: ROOT, encoding: 'utf8' });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as { builtins: string[]; files: string[] };
@@ -41,6 +47,7 @@ describe('the agent module graph', () => {
   it('does load what it needs (the check above can see loaded modules)', () => {
     expect(builtins).toContain('NativeModule https');
     expect(files.some((f) => /node_modules\/prom-client\//.test(f))).toBe(true);
+    expect(files.some((f) => /agent\/policy\/reconciler\.ts$/.test(f))).toBe(true);
   });
 });
 
@@ -55,5 +62,22 @@ describe('the CSI module graph (loaded with --csi-socket)', () => {
   it('does load node:http2 and the codec runtime (the check above can see them)', () => {
     expect(builtins.some((m) => /http2/.test(m))).toBe(true);
     expect(files.some((f) => /node_modules\/protobufjs\//.test(f))).toBe(true);
+  });
+});
+
+// They import the CSI driver's name; gRPC's wire code (and node:http2) stays out of them.
+describe.each([
+  ['the webhook', path.join('agent', 'webhook', 'podspec.ts')],
+  ['render', path.join('agent', 'cli', 'render.ts')],
+])('%s module graph', (_name, entry) => {
+  const { builtins, files } = loaded(entry);
+
+  it('does not load HTTP/2 or the gRPC server', () => {
+    expect(builtins.filter((m) => /http2/.test(m))).toEqual([]);
+    expect(files.filter((f) => /agent\/csi\/(grpc|server)\.ts/.test(f))).toEqual([]);
+  });
+
+  it('does load the CSI driver module (the check above can see agent/csi/)', () => {
+    expect(files.some((f) => /agent\/csi\/driver\.ts/.test(f))).toBe(true);
   });
 });

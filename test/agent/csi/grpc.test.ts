@@ -7,7 +7,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answer, frame, percentEncode, RpcError, unframe, type UnaryRoute } from '../../../agent/csi/grpc.ts';
+import { answer, frame, percentEncode, unframe, type UnaryRoute } from '../../../agent/csi/grpc.ts';
+import { RpcError } from '../../../agent/csi/status.ts';
 
 const MAX = 64;
 
