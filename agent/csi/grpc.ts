@@ -22,7 +22,7 @@
  */
 
 import http2 from 'node:http2';
-import { RpcError, Status as S } from './status.ts';
+import { RpcError, Status as S, toRpcError } from './status.ts';
 
 /** One unary rpc: request bytes in, response bytes out (or a thrown error). */
 export type UnaryRoute = (request: Buffer) => Promise<Buffer>;
@@ -59,7 +59,7 @@ export function unframe(body: Buffer, max: number): Buffer | RpcError {
  * times longer) it stays far below Node's 64 KiB bound on a header block, over which the
  * stream is reset and the status lost.
  */
-export const MAX_STATUS_MESSAGE_BYTES = 4096;
+const MAX_STATUS_MESSAGE_BYTES = 4096;
 
 /** The message cut to MAX_STATUS_MESSAGE_BYTES of UTF-8, on a character boundary, marked with '…'. */
 export function boundMessage(message: string): string {
@@ -125,13 +125,8 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
     const message = unframe(Buffer.concat(chunks, size), maxMessageBytes);
     if (message instanceof RpcError) return fail(stream, message);
     // Through a promise, so that a route throwing instead of rejecting is answered too.
-    Promise.resolve(message).then(route).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, asRpcError(err)));
+    Promise.resolve(message).then(route).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, toRpcError(err)));
   });
-}
-
-function asRpcError(err: unknown): RpcError {
-  if (err instanceof RpcError) return err;
-  return new RpcError(S.INTERNAL, err instanceof Error ? err.message : String(err), err);
 }
 
 /** False if the client has reset or closed the stream: a reply would be dropped anyway. */

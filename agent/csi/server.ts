@@ -12,7 +12,7 @@ import path from 'node:path';
 import { errnoOf } from '../common/errors.ts';
 import { answer, type UnaryRoute } from './grpc.ts';
 import type { ServiceDefinition } from './services.ts';
-import { RpcError, Status, statusName } from './status.ts';
+import { statusName, toRpcError } from './status.ts';
 
 // Requests are tiny (a few paths and labels); a bound keeps a confused client from
 // making the agent buffer megabytes.
@@ -110,7 +110,7 @@ function unary(method: string, rpc: ServiceDefinition[string], fn: Handler, obse
       observe(method, 'OK');
       return reply;
     } catch (err) {
-      const e = err instanceof RpcError ? err : new RpcError(Status.INTERNAL, err instanceof Error ? err.message : String(err), err);
+      const e = toRpcError(err);
       observe(method, statusName(e.code));
       throw e;
     }

@@ -1,6 +1,7 @@
 // The gRPC services CSI mode serves: each rpc's path and how its messages are encoded and
-// decoded (server.ts serves them, unary, as every rpc of these services is). The codec is static code generated from ./proto
-// (scripts/gen-csi-codec.ts), so the agent loads neither a .proto parser nor reflection.
+// decoded (server.ts serves them, unary, as every rpc of these services is). The codec is
+// static code generated from ./proto (scripts/gen-csi-codec.ts), so the agent loads
+// neither a .proto parser nor reflection.
 // test/agent/csi/services.test.ts holds this table against the .proto files' services.
 
 import * as codec from './proto/codec.js';

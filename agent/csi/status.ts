@@ -3,7 +3,7 @@
 // from grpc.ts so that importing the driver's names (the webhook, `render`) loads no HTTP/2.
 
 /** Status names by code; the names are what metrics show. */
-export const STATUS_NAMES = [
+const STATUS_NAMES = [
   'OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS',
   'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE',
   'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
@@ -24,4 +24,10 @@ export class RpcError extends Error {
     this.name = 'RpcError';
     this.code = code;
   }
+}
+
+/** What a thrown value is answered with: its own status if it carries one, else INTERNAL. */
+export function toRpcError(err: unknown): RpcError {
+  if (err instanceof RpcError) return err;
+  return new RpcError(Status.INTERNAL, err instanceof Error ? err.message : String(err), err);
 }
