@@ -47,6 +47,8 @@ export interface Tracked {
   readonly volumeFiles: ReadonlyMap<string, VolumeFiles>;
   /** Per volume, the fingerprint last synced there. */
   readonly synced: ReadonlyMap<string, string>;
+  /** Per volume, the files that sync left there (the same array as `files` once it has run). */
+  readonly left: ReadonlyMap<string, readonly ProjectedFile[]>;
   /** Volumes whose disk state must be checked even if the fingerprint matches. */
   readonly verify: ReadonlySet<string>;
   /** Per volume, the stamp of each file as the agent last left it: tells its own writes from the pod's. */
@@ -108,7 +110,7 @@ export class PodTable {
 
   track(uid: string, pod: InvolvedObject, diskUid: string): Tracked {
     const t: Mutable = {
-      pod, view: {}, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', volumeFiles: new Map(), synced: new Map(), verify: new Set(), stamps: new Map(),
+      pod, view: {}, diskUid, owners: [], annotated: [], volumes: [], files: [], fingerprint: '', volumeFiles: new Map(), synced: new Map(), left: new Map(), verify: new Set(), stamps: new Map(),
       reported: '', receivedAt: 0, refused: undefined,
     };
     this.#pods.set(uid, t);
@@ -158,6 +160,7 @@ export class PodTable {
       this.#byDir.delete(dir);
       this.#dirs.unwatch(dir);
       m.synced.delete(v.name);
+      m.left.delete(v.name);
       this.#metrics.volumesTracked.dec();
     }
     for (const v of volumes) {
@@ -209,10 +212,11 @@ export class PodTable {
     return this.#own(t).verify.delete(volume);
   }
 
-  /** A sync of `volume` left `fingerprint`'s files there, with these stamps. */
-  synced(t: Tracked, volume: string, fingerprint: string, stamps: Record<string, string>): void {
+  /** A sync of `volume` left `files` (identified by `fingerprint`) there, with these stamps. */
+  synced(t: Tracked, volume: string, fingerprint: string, files: readonly ProjectedFile[], stamps: Record<string, string>): void {
     const m = this.#own(t);
     m.synced.set(volume, fingerprint);
+    m.left.set(volume, files);
     m.stamps.set(volume, stamps);
   }
 
@@ -220,6 +224,7 @@ export class PodTable {
   unknown(t: Tracked, volume: string): void {
     const m = this.#own(t);
     m.synced.delete(volume);
+    m.left.delete(volume);
     m.stamps.delete(volume);
     m.verify.add(volume);
   }

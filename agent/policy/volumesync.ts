@@ -3,12 +3,17 @@
 // the same directory never interleave, and records the outcome in the pod table.
 //
 //   1. Take the files and fingerprint the volume should have now (the pod's, or its own items').
+//  1a. Unless the disk is to be verified, leave out each file whose bytes, name and mode
+//      are those the last sync left, with a stamp recorded: nothing has replaced it since,
+//      or a directory event would have asked for a verification (reconciler.ts). An owner
+//      change then rewrites the files it changes, not the node file beside them.
 //   2. Under the directory's lock: writer.sync (verify the disk first when asked;
 //      create the target's last directory for a CSI publish).
-//   3. Still under the lock, if the pod is still tracked: record the fingerprint and the
-//      stamps the write left, so a later sync of the same directory sees them; on
-//      failure record that the volume's disk state is unknown (verified next time).
-//   4. Count the files written and found correct.
+//   3. Still under the lock, if the pod is still tracked: record the fingerprint, the
+//      files and the stamps the write left (the left-out files keep theirs), so a later
+//      sync of the same directory sees them; on failure record that the volume's disk
+//      state is unknown (verified next time).
+//   4. Count the files written and found correct (a left-out file is neither).
 //  A failure comes back as a ProjectionError carrying the pod and the volume.
 
 import type { Clock } from '../common/clock.ts';
@@ -17,6 +22,7 @@ import type { AgentMetrics } from '../monitoring/metrics.ts';
 import type { DirLocks } from '../volume/dirlocks.ts';
 import type { ResolvedVolume } from '../volume/resolve.ts';
 import type { SyncResult, VolumeWriter } from '../volume/writer.ts';
+import type { ProjectedFile } from '../../projections/index.ts';
 import { dirOf, filesFor, fingerprintFor, hasOwnFiles, podKey, type PodTable, type Tracked } from './podtable.ts';
 
 export interface VolumeSyncResult extends SyncResult {
@@ -40,8 +46,10 @@ export class VolumeSync {
   }
 
   async run(uid: string, t: Tracked, v: ResolvedVolume, opts: { verify: boolean; remove: readonly string[]; createTarget?: boolean }): Promise<VolumeSyncResult> {
-    const files = filesFor(t, v.name); // step 1
+    const all = filesFor(t, v.name); // step 1
     const fingerprint = fingerprintFor(t, v.name);
+    const kept = opts.verify ? {} : keptStamps(all, t.left.get(v.name), t.stamps.get(v.name)); // step 1a
+    const files = Object.keys(kept).length === 0 ? all : all.filter((f) => kept[f.path] === undefined);
     // Files turned off by node labels are the agent's own set; a volume of items never had them.
     const remove = hasOwnFiles(t, v.name) ? [] : opts.remove;
     try {
@@ -49,7 +57,7 @@ export class VolumeSync {
         const tracked = () => this.#table.get(uid) === t;
         try {
           const written = await this.#writer.sync(v.target, files, remove, { verify: opts.verify, createTarget: opts.createTarget ?? false }); // step 2
-          if (tracked()) this.#table.synced(t, v.name, fingerprint, written.stamps); // step 3
+          if (tracked()) this.#table.synced(t, v.name, fingerprint, all, { ...kept, ...written.stamps }); // step 3
           return written;
         } catch (err) {
           if (tracked()) this.#table.unknown(t, v.name);
@@ -65,4 +73,21 @@ export class VolumeSync {
       throw err instanceof ProjectionError ? err.withContext(context) : new ProjectionError('WriteFailed', String(err), context, err);
     }
   }
+}
+
+/**
+ * Step 1a: file name -> recorded stamp, for each of `files` that is byte for byte one the
+ * last sync left (`left`) and has a stamp from it. Empty when there was no such sync.
+ */
+export function keptStamps(files: readonly ProjectedFile[], left: readonly ProjectedFile[] | undefined,
+  stamps: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const kept: Record<string, string> = {};
+  if (!left || !stamps) return kept;
+  const before = new Map(left.map((f) => [f.path, f]));
+  for (const f of files) {
+    const old = before.get(f.path);
+    const stamp = stamps[f.path];
+    if (old && stamp !== undefined && old.mode === f.mode && old.bytes.equals(f.bytes)) kept[f.path] = stamp;
+  }
+  return kept;
 }

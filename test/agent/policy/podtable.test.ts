@@ -38,8 +38,8 @@ describe('PodTable', () => {
     const { t, watched, gauges } = table();
     const a = t.track('a', pod('a'), 'disk-a');
     t.setVolumes('a', a, [vol('disk-a', 'v1'), vol('disk-a', 'v2')], []);
-    t.synced(a, 'v1', 'fp', {});
-    t.synced(a, 'v2', 'fp', {});
+    t.synced(a, 'v1', 'fp', [], {});
+    t.synced(a, 'v2', 'fp', [], {});
     t.setVolumes('a', a, [vol('disk-a', 'v2')], []);
     expect(t.atDir(dirOf(vol('disk-a', 'v1').target))).toBeUndefined();
     expect([...a.synced.keys()]).toEqual(['v2']);

@@ -10,6 +10,11 @@ describe('joinUnder', () => {
     ['/var/lib/kubelet/', ['pods']],
     ['/', ['pods', 'x']],
     ['//a//b/./c/../', ['d']],
+    ['/a/.', ['d']],
+    ['/a/..', ['d']],
+    ['/a/../', ['d']],
+    ['/a/.b/..c/d.', ['e']],
+    ['/a/b/', ['e']],
     ['relative/root', ['a']],
     ['/r', []],
     ['/r', ['..', 'x']], // not a safe name: path.join's own answer
