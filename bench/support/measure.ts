@@ -159,6 +159,8 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   const apf1 = await cluster.agentRequests();
   out.memory = {
     rssAfterStartupMiB: round(sUp.rssMiB, 1), rssEndMiB: round(sEnd.rssMiB, 1), peakRssMiB: round(sEnd.hwmMiB, 1),
+    // The peak as it stood after start-up: tells a start-up peak (the first list) from a burst's.
+    peakAfterStartupMiB: round(sUp.hwmMiB, 1),
     // V8's heap and Node's external memory, from the agent's own default metrics (prom-client).
     heapAfterStartup: heapUp, heapEnd,
   };
@@ -174,7 +176,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     perPodStart: 0,
     diy: { requests: pods.length, seconds: round((nowMs() - dStart) / 1000, 2), apiserverCpuS: round(d1.cpuS - d0.cpuS) },
   };
-  say(`N=${n} memory: ${sUp.rssMiB.toFixed(1)} MiB after start-up, ${sEnd.rssMiB.toFixed(1)} at the end, peak ${sEnd.hwmMiB.toFixed(1)}; API: agent ${JSON.stringify(byVerb)}, server counted ${apf1 - apf0}; DIY ${pods.length} GETs`);
+  say(`N=${n} memory: ${sUp.rssMiB.toFixed(1)} MiB after start-up (peak so far ${sUp.hwmMiB.toFixed(1)}), ${sEnd.rssMiB.toFixed(1)} at the end, peak ${sEnd.hwmMiB.toFixed(1)}; API: agent ${JSON.stringify(byVerb)}, server counted ${apf1 - apf0}; DIY ${pods.length} GETs`);
   return out;
 }
 
