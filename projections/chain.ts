@@ -12,7 +12,7 @@
 
 import { goArray, goObject, goString } from './gojson.ts';
 import { encodeOwner } from './ownerreferences.ts';
-import type { OwnerReference } from './types.ts';
+import type { KeepRule, OwnerReference } from './types.ts';
 
 /**
  * Why a chain stops where it does; a program reads `reason`, a person `message`.
@@ -50,6 +50,23 @@ export function renderChainJson(chain: ControllerChain): string {
     ['items', goArray(chain.items.map((o) => encodeOwner(o, true)))],
     ['end', goObject([['reason', goString(chain.end.reason)], ['message', goString(chain.end.message)]])],
   ]);
+}
+
+/**
+ * While the chain is unsettled (Pending, Unavailable) it knows its first items only: a
+ * chain file in place that starts with them (then ',' or ']') and the workload file beside
+ * it may stay (KeepRule), so an agent restart or a failing read never turns a known
+ * workload into []. Undefined for a settled chain, or one that knows no item.
+ */
+export function keepWhileUnsettled(chain: ControllerChain): { chain: KeepRule; workload: KeepRule } | undefined {
+  if ((chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable') || chain.items.length === 0) return undefined;
+  const full = renderChainJson(chain);
+  const known = full.slice(0, full.lastIndexOf('],"end":')); // the end object's strings cannot hold '"' unescaped
+  const group = 'controllerChain';
+  return {
+    chain: { group, prefixes: [Buffer.from(known + ','), Buffer.from(known + ']')] },
+    workload: { group, prefixes: [Buffer.from('[')] },
+  };
 }
 
 /** The workload: the chain's last item, if the chain reached its top; else [] (no guess). */

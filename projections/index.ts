@@ -1,12 +1,12 @@
 // project(): pod -> the files the agent keeps in each of the pod's volumes.
 // Pure: no I/O, no clock. Mechanism (writer) and policy (agent) live elsewhere.
 
-import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
+import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderEnvLine, ENV_VAR_NAME } from './env.ts';
 import { renderDependentsJson, renderOwnerReferencesJson } from './ownerreferences.ts';
-import type { OwnerReference, PodMeta, ProjectedFile, ProjectionOptions } from './types.ts';
+import type { KeepRule, OwnerReference, PodMeta, ProjectedFile, ProjectionOptions } from './types.ts';
 
-export type { OwnerReference, PodMeta, ProjectedFile, ProjectionOptions } from './types.ts';
+export type { KeepRule, OwnerReference, PodMeta, ProjectedFile, ProjectionOptions } from './types.ts';
 export type { ChainEnd, ControllerChain, NodeRef } from './chain.ts';
 
 /** File names inside the volume. Fixed: nothing pod-controlled ever becomes a path. */
@@ -49,13 +49,14 @@ export function project(pod: PodMeta, opts: ProjectionOptions = DEFAULT_PROJECTI
   if (opts.dependentsFile) files.push(file(FILES.dependents, renderDependentsJson(owners)));
   if (opts.nodeFile && ctx.node) files.push(file(FILES.node, renderNodeOwnerJson(ctx.node)));
   if (opts.followOwners && ctx.chain) {
-    files.push(file(FILES.chain, renderChainJson(ctx.chain)));
-    files.push(file(FILES.workload, renderWorkloadJson(ctx.chain)));
+    const keep = keepWhileUnsettled(ctx.chain);
+    files.push(file(FILES.chain, renderChainJson(ctx.chain), keep?.chain));
+    files.push(file(FILES.workload, renderWorkloadJson(ctx.chain), keep?.workload));
   }
   files.push(file(FILES.ownerReferences, json));
   return files;
 }
 
-function file(path: string, text: string): ProjectedFile {
-  return { path, bytes: Buffer.from(text, 'utf8'), mode: FILE_MODE };
+function file(path: string, text: string, keep?: KeepRule): ProjectedFile {
+  return { path, bytes: Buffer.from(text, 'utf8'), mode: FILE_MODE, ...(keep ? { keep } : {}) };
 }

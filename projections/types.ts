@@ -26,6 +26,20 @@ export interface ProjectedFile {
   path: string;
   bytes: Buffer;
   mode: number;
+  /** Set when these bytes say the answer is not known yet (see KeepRule). */
+  keep?: KeepRule | undefined;
+}
+
+/**
+ * For a file whose answer is not settled (an owner still being read, or failing to be):
+ * an agent-owned file already in place that starts with one of `prefixes` (it says the
+ * same as far as the new bytes know) is left as it is instead of being overwritten with
+ * "not known". The files of one `group` are left together or not at all, so they never
+ * disagree with each other.
+ */
+export interface KeepRule {
+  group: string;
+  prefixes: readonly Buffer[];
 }
 
 /** Which optional files to render; node labels turn these on and off. */

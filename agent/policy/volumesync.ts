@@ -10,9 +10,10 @@
 //   2. Under the directory's lock: writer.sync (verify the disk first when asked;
 //      create the target's last directory for a CSI publish).
 //   3. Still under the lock, if the pod is still tracked: record the fingerprint, the
-//      files and the stamps the write left (the left-out files keep theirs), so a later
-//      sync of the same directory sees them; on failure record that the volume's disk
-//      state is unknown (verified next time).
+//      files and the stamps the write left (the left-out files keep theirs; a file the
+//      writer kept by its KeepRule is recorded with the bytes in place, so a settled answer
+//      equal to them is not written again), so a later sync of the same directory sees
+//      them; on failure record that the volume's disk state is unknown (verified next time).
 //   4. Count the files written and found correct (a left-out file is neither).
 //  A failure comes back as a ProjectionError carrying the pod and the volume.
 
@@ -57,7 +58,7 @@ export class VolumeSync {
         const tracked = () => this.#table.get(uid) === t;
         try {
           const written = await this.#writer.sync(v.target, files, remove, { verify: opts.verify, createTarget: opts.createTarget ?? false }); // step 2
-          if (tracked()) this.#table.synced(t, v.name, fingerprint, all, { ...kept, ...written.stamps }); // step 3
+          if (tracked()) this.#table.synced(t, v.name, fingerprint, leftBy(all, written.kept), { ...kept, ...written.stamps }); // step 3
           return written;
         } catch (err) {
           if (tracked()) this.#table.unknown(t, v.name);
@@ -90,4 +91,13 @@ export function keptStamps(files: readonly ProjectedFile[], left: readonly Proje
     if (old && stamp !== undefined && old.mode === f.mode && old.bytes.equals(f.bytes)) kept[f.path] = stamp;
   }
   return kept;
+}
+
+/** Step 3: the files as they now are on disk: a kept file holds the bytes that were there. */
+function leftBy(files: readonly ProjectedFile[], kept: Readonly<Record<string, Buffer>>): readonly ProjectedFile[] {
+  if (Object.keys(kept).length === 0) return files;
+  return files.map((f) => {
+    const bytes = kept[f.path];
+    return bytes ? { path: f.path, bytes, mode: f.mode } : f;
+  });
 }

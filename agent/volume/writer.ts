@@ -48,6 +48,10 @@
  *   3. For each file, lstat its name; if it is a regular agent-owned file with the
  *      wanted mode and size, open it O_NOFOLLOW|O_NONBLOCK, check it is still the
  *      same inode, and compare bytes. Equal: leave it alone.
+ *  3a. Files with a KeepRule (their answer is not known yet), per group: read each name
+ *      as in step 3 (agent-owned, the wanted mode, at most KEEP_MAX_BYTES); if every file
+ *      of the group is there and starts with one of its prefixes, leave them all (they
+ *      come back in `kept` with the bytes in place). Otherwise write them as any other.
  *   4. Create the temporary with O_CREAT|O_EXCL|O_NOFOLLOW (a planted name fails EEXIST),
  *      with the file's mode when the process umask leaves it intact, else 0600.
  *   5. Write all bytes; fchmod the descriptor when step 4 could not give the mode (umask-
@@ -118,6 +122,8 @@ export interface SyncResult {
   written: string[];
   unchanged: string[];
   removed: string[];
+  /** Files left in place by their KeepRule (step 3a): name -> the bytes there. */
+  kept: Record<string, Buffer>;
   /** File name -> stamp of the file now in place (see stampOf). */
   stamps: Record<string, string>;
 }
@@ -147,6 +153,8 @@ const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
 const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
 /** Fixed per file; reserved, so no downwardAPI item can be named like one (projections/downwardapi.ts). */
 export const TEMP_PREFIX = RESERVED_NAME_PREFIX;
+/** Step 3a reads no more than this: far above any chain the agent writes (at most 8 owners). */
+const KEEP_MAX_BYTES = 64 * 1024;
 
 
 export class FsVolumeWriter implements VolumeWriter {
@@ -177,7 +185,7 @@ export class FsVolumeWriter implements VolumeWriter {
     }
     const ops = this.#opsFor(target);
     const dir = await openDirectory(ops, target, opts.createTarget); // step 1 (1a)
-    const result: SyncResult = { written: [], unchanged: [], removed: [], stamps: {} };
+    const result: SyncResult = { written: [], unchanged: [], removed: [], kept: {}, stamps: {} };
     const verify = opts.verify ?? true;
     let firstError: unknown;
     // One bad name (say, a directory planted at it) must not stop the other files.
@@ -234,8 +242,15 @@ export class FsVolumeWriter implements VolumeWriter {
     const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
     const base = (f: ProjectedFile) => f.path.slice(f.path.lastIndexOf('/') + 1);
     if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(ops, at(TEMP_PREFIX + base(f)), f.path)); // step 2
+    const kept = await this.#keptGroups(ops, files, (f) => at(base(f))); // step 3a
     for (const f of files) {
       await each(f.path, async () => {
+        const old = kept.get(f.path);
+        if (old) {
+          result.kept[f.path] = old.bytes;
+          result.stamps[f.path] = old.stamp;
+          return;
+        }
         const current = verify ? await this.#isCurrent(ops, at(base(f)), f) : undefined; // step 3
         if (current) {
           result.unchanged.push(f.path);
@@ -316,22 +331,50 @@ export class FsVolumeWriter implements VolumeWriter {
 
   /** Step 3: the file's stamp if it is ours and holds exactly these bytes, else undefined. */
   async #isCurrent(ops: FsOps, path: string, f: ProjectedFile): Promise<string | undefined> {
-    const st = await lstatOrNull(ops, path, f.path);
-    if (!st || !this.#ours(st, f)) return undefined;
+    const old = await this.#readOwn(ops, path, f.path, (st) => this.#ours(st, f));
+    return old?.bytes.equals(f.bytes) ? old.stamp : undefined;
+  }
+
+  /** Step 3a: name -> bytes and stamp in place, for each file whose KeepRule group is kept whole. */
+  async #keptGroups(ops: FsOps, files: readonly ProjectedFile[], pathOf: (f: ProjectedFile) => string): Promise<Map<string, { bytes: Buffer; stamp: string }>> {
+    const kept = new Map<string, { bytes: Buffer; stamp: string }>();
+    const groups = new Map<string, ProjectedFile[]>();
+    for (const f of files) if (f.keep) groups.set(f.keep.group, [...groups.get(f.keep.group) ?? [], f]);
+    for (const group of groups.values()) {
+      const found: [string, { bytes: Buffer; stamp: string }][] = [];
+      for (const f of group) {
+        const fits = (st: Stats) => st.isFile() && st.uid === this.#uid && (st.mode & 0o7777) === f.mode && st.size <= KEEP_MAX_BYTES;
+        // A file that cannot be read is written as usual (and its error reported there).
+        const old = await this.#readOwn(ops, pathOf(f), f.path, fits).catch(() => undefined);
+        if (!old || !f.keep!.prefixes.some((p) => old.bytes.subarray(0, p.length).equals(p))) break;
+        found.push([f.path, old]);
+      }
+      if (found.length === group.length) for (const [path, old] of found) kept.set(path, old);
+    }
+    return kept;
+  }
+
+  /**
+   * Steps 3 and 3a: the bytes and stamp of the regular agent-owned file at `path` if its
+   * lstat passes `fits` (checked again on the opened descriptor, which must be the same inode).
+   */
+  async #readOwn(ops: FsOps, path: string, name: string, fits: (st: Stats) => boolean): Promise<{ bytes: Buffer; stamp: string } | undefined> {
+    const st = await lstatOrNull(ops, path, name);
+    if (!st || !fits(st)) return undefined;
     let fh: FileOps;
     try {
       fh = await ops.open(path, READ_FLAGS);
     } catch (err) {
       // Swapped for a link or removed since lstat: just replace it.
       if (['ELOOP', 'ENOENT', 'ENXIO'].includes(errnoOf(err) ?? '')) return undefined;
-      throw ioError(err, f.path, 'reading');
+      throw ioError(err, name, 'reading');
     }
     try {
       const now = await fh.stat();
-      if (now.ino !== st.ino || now.dev !== st.dev || !this.#ours(now, f)) return undefined;
-      const buf = Buffer.alloc(f.bytes.length + 1);
+      if (now.ino !== st.ino || now.dev !== st.dev || !fits(now)) return undefined;
+      const buf = Buffer.alloc(now.size + 1);
       const bytesRead = await fh.read(buf);
-      return bytesRead === f.bytes.length && buf.subarray(0, bytesRead).equals(f.bytes) ? stamp(now) : undefined;
+      return bytesRead === now.size ? { bytes: buf.subarray(0, bytesRead), stamp: stamp(now) } : undefined;
     } finally {
       await fh.close();
     }

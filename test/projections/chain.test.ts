@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson } from '../../projections/chain.ts';
+import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson } from '../../projections/chain.ts';
 import { FILES, project, type ControllerChain } from '../../projections/index.ts';
 import { checkSource, renderDownwardAPI } from '../../projections/downwardapi.ts';
 import { HOSTILE_STRINGS, owner, pod } from '../support/fixtures.ts';
@@ -30,6 +30,40 @@ describe('workloadOwnerReferences', () => {
   });
   it.each(['Pending', 'NotFound', 'KindNotFollowed', 'Forbidden', 'Cycle', 'TooLong'] as const)('is [] when the chain ended with %s: no guess', (reason) => {
     expect(renderWorkloadJson({ items: [rs], end: { reason, message: '' } })).toBe('[]');
+  });
+});
+
+describe('keepWhileUnsettled: which files in place an unsettled chain leaves alone', () => {
+  const startsWithOne = (rule: { prefixes: readonly Buffer[] }, text: string) => rule.prefixes.some((p) => Buffer.from(text).subarray(0, p.length).equals(p));
+  const top = renderChainJson({ items: [rs, dep], end: { reason: 'Top', message: 'Deployment web has no controlling owner' } });
+  it.each([
+    { what: 'the settled chain it leads to', pending: [rs], old: top, keep: true },
+    { what: 'a chain that ended at the same owner', pending: [rs], old: renderChainJson({ items: [rs], end: { reason: 'NotFound', message: 'x' } }), keep: true },
+    { what: 'an older Pending chain', pending: [rs], old: renderChainJson({ items: [rs], end: { reason: 'Pending', message: 'reading' } }), keep: true },
+    { what: 'a chain through another owner (the pod was adopted)', pending: [owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-77aa', uid: 'rs-2' })], old: top, keep: false },
+    { what: 'a chain whose first owner has a longer uid', pending: [owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5d8f', uid: 'rs-' })], old: top, keep: false },
+    { what: 'a chain that knows more than the old one', pending: [rs, dep], old: renderChainJson({ items: [rs], end: { reason: 'Pending', message: '' } }), keep: false },
+    { what: 'a bare pod\'s chain', pending: [rs], old: renderChainJson({ items: [], end: { reason: 'NoController', message: '' } }), keep: false },
+    ...HOSTILE_STRINGS.map((h) => ({ what: `hostile ${JSON.stringify(h)} in the old end`, pending: [rs], old: renderChainJson({ items: [rs], end: { reason: 'Unavailable', message: `],"end":${h}` } }), keep: true })),
+  ])('Pending and Unavailable keep $what: $keep', ({ pending, old, keep }) => {
+    for (const reason of ['Pending', 'Unavailable'] as const) {
+      const rule = keepWhileUnsettled({ items: pending, end: { reason, message: `reading ${'"],"end":'}` } })!;
+      expect(startsWithOne(rule.chain, old)).toBe(keep);
+      expect(rule.workload.group).toBe(rule.chain.group); // kept together or not at all
+      expect(startsWithOne(rule.workload, renderWorkloadJson(JSON.parse(old) as ControllerChain))).toBe(true);
+    }
+  });
+  it.each(['Top', 'NoController', 'NotFound', 'UIDMismatch', 'KindNotFollowed', 'NotServed', 'Forbidden', 'Cycle', 'TooLong', 'NotFollowed'] as const)(
+    'a settled chain (%s) keeps nothing: its answer is written', (reason) => {
+      expect(keepWhileUnsettled({ items: [rs], end: { reason, message: '' } })).toBeUndefined();
+    });
+  it('a chain that knows no owner keeps nothing', () => {
+    expect(keepWhileUnsettled({ items: [], end: { reason: 'Pending', message: '' } })).toBeUndefined();
+  });
+  it('project gives the rule to the chain and workload files only', () => {
+    const files = project(pod({ owners: [rs] }), { envFile: true, dependentsFile: true, nodeFile: true, followOwners: true },
+      { node: { name: 'n', uid: 'u' }, chain: { items: [rs], end: { reason: 'Pending', message: '' } } });
+    expect(files.filter((f) => f.keep).map((f) => f.path)).toEqual([FILES.chain, FILES.workload]);
   });
 });
 

@@ -37,7 +37,7 @@ function setup(opts: { fail?: ProjectionError } = {}) {
     async sync(t, _files, _remove, o): Promise<SyncResult> {
       calls.push(`sync ${t.components[1]} create=${o?.createTarget ?? false}`);
       if (opts.fail) throw opts.fail;
-      return { written: ['ownerReferences'], unchanged: [], removed: [], stamps: { ownerReferences: 's1' } };
+      return { written: ['ownerReferences'], unchanged: [], removed: [], kept: {}, stamps: { ownerReferences: 's1' } };
     },
     async clear(t) {
       calls.push(`clear ${t.components[1]}`);
@@ -149,7 +149,7 @@ describe('PublishedTargets when publishes overlap', () => {
     const writer: VolumeWriter = {
       sync: () => (++calls === 1
         ? new Promise<SyncResult>((_r, reject) => { failFirst = () => reject(new ProjectionError('WriteFailed', 'EIO')); })
-        : Promise.resolve({ written: [], unchanged: ['ownerReferences'], removed: [], stamps: {} })),
+        : Promise.resolve({ written: [], unchanged: ['ownerReferences'], removed: [], kept: {}, stamps: {} })),
       clear: async () => ({ removed: [] }),
       stampOf: async () => undefined,
     };

@@ -1,7 +1,7 @@
 // Files beyond the KEP through the reconciler: the Node as owner, and the controller chain
 // on a node that follows owners, kept current as owners are read and change.
 
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { targetFor } from '../../../agent/csi/paths.ts';
 import type { PodView } from '../../../agent/policy/podtable.ts';
 import path from 'node:path';
@@ -107,6 +107,89 @@ describe('files beyond the KEP', () => {
     await waitFor(() => (read(vol, FILES.chain) === undefined && read(vol, FILES.workload) === undefined) || undefined);
     expect(read(vol, FILES.ownerReferences)).toContain('"ReplicaSet"');
     cache.close();
+  });
+});
+
+/** An agent whose owner reads wait until `release()` (then answer from `objects`, or fail with `fail`). */
+function heldKit(root?: string) {
+  const w = world();
+  const waiting: (() => void)[] = [];
+  let fail: ApiError | undefined;
+  const api: ApiClient = {
+    json: <T>(m: string, p: string, ...rest: unknown[]) => new Promise<T>((resolve, reject) => {
+      waiting.push(() => (fail ? reject(fail) : (w.api.json<T>(m as 'GET', p, ...(rest as [])).then(resolve, reject))));
+    }),
+    stream: w.api.stream,
+  };
+  let onChange = (_uid: string) => {};
+  const cacheLog = memoryLogger();
+  const cache = new OwnerMetadataCache({ client: api, kinds: BUILTIN_KINDS, refreshMs: 60_000, clock: realClock, log: cacheLog.log, changed: (u) => onChange(u) });
+  const k = agentKit({ owners: cache, ...(root ? { root } : {}) });
+  onChange = (u) => k.reconciler.ownerChanged(u);
+  k.reconciler.setSettings(FOLLOW);
+  const release = () => { for (const go of waiting.splice(0)) go(); };
+  return { ...w, k, cache, cacheLines: cacheLog.lines, release, failWith: (e: ApiError) => (fail = e), waiting: () => waiting.length };
+}
+
+describe('an owner not read yet leaves the chain files in place', () => {
+  const WORKLOAD = '[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"dep-1"}]';
+  async function firstAgent() {
+    const a = heldKit();
+    const p = pod({ owners: [rs] });
+    const vol = makeVolume(a.k.root, p.metadata!.uid!);
+    a.k.reconciler.upsert(p);
+    await waitFor(() => a.waiting() > 0 || undefined);
+    a.release();
+    await waitFor(() => a.waiting() > 0 || undefined); // the ReplicaSet's owner, the Deployment
+    a.release();
+    await waitFor(() => read(vol, FILES.workload) === WORKLOAD || undefined, { describe: 'the first agent\'s workload file' });
+    await a.k.reconciler.close();
+    a.cache.close();
+    return { p, vol, root: a.k.root, chain: read(vol, FILES.chain)!, inode: statSync(path.join(vol, FILES.chain)).ino };
+  }
+
+  it('a restarted agent keeps them while it reads the owners, and rewrites nothing when they agree', async () => {
+    const first = await firstAgent();
+    const b = heldKit(first.root);
+    b.k.reconciler.replace([first.p]);
+    await waitFor(() => b.waiting() > 0 || undefined);
+    await b.k.reconciler.idle();
+    expect(read(first.vol, FILES.workload)).toBe(WORKLOAD); // not [] while Pending
+    expect(read(first.vol, FILES.chain)).toBe(first.chain);
+    b.release();
+    await waitFor(() => b.waiting() > 0 || undefined);
+    b.release();
+    await waitFor(() => b.cache.size === 2 && b.waiting() === 0 || undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    await b.k.reconciler.idle();
+    expect(statSync(path.join(first.vol, FILES.chain)).ino).toBe(first.inode); // the same file: never rewritten
+    expect(read(first.vol, FILES.workload)).toBe(WORKLOAD);
+    b.cache.close();
+  });
+
+  it('a failing read (Unavailable) keeps them too', async () => {
+    const first = await firstAgent();
+    const b = heldKit(first.root);
+    b.failWith(new ApiError(503, 'ServiceUnavailable', 'busy', undefined, 'x'));
+    b.k.reconciler.replace([first.p]);
+    await waitFor(() => b.waiting() > 0 || undefined);
+    b.release();
+    await waitFor(() => b.cacheLines.some((l) => l.msg === 'reading an owner failed; retrying') || undefined);
+    await new Promise((r) => setTimeout(r, 50)); // the failure re-renders the pod: Unavailable
+    await b.k.reconciler.idle();
+    expect(read(first.vol, FILES.workload)).toBe(WORKLOAD);
+    expect(read(first.vol, FILES.chain)).toBe(first.chain);
+    b.cache.close();
+  });
+
+  it('after an adoption the old chain goes at once: Pending names the new owner, the workload is unknown', async () => {
+    const first = await firstAgent();
+    const b = heldKit(first.root);
+    const rs2 = owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-77aa', uid: 'rs-2' });
+    b.k.reconciler.replace([{ ...first.p, metadata: { ...first.p.metadata, ownerReferences: [rs2] } }]);
+    await waitFor(() => read(first.vol, FILES.workload) === '[]' || undefined, { describe: 'the old workload gone' });
+    expect(JSON.parse(read(first.vol, FILES.chain)!)).toMatchObject({ items: [{ uid: 'rs-2' }], end: { reason: 'Pending' } });
+    b.cache.close();
   });
 });
 
