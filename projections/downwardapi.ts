@@ -14,7 +14,7 @@
 // dividing by the divisor, limits falling back to the node's allocatable.
 
 import { formatMap } from './goquote.ts';
-import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
+import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rational } from './quantity.ts';
 import type { OwnerReference, ProjectedFile } from './types.ts';
@@ -224,14 +224,31 @@ const NOT_FOLLOWED: ControllerChain = { items: [], end: { reason: 'NotFollowed',
 /** The files of a valid source (see checkSource), in item order, the last item winning a repeated path. */
 export function renderDownwardAPI(pod: DownwardPod, src: DownwardAPISource, allocatable: ResourceList = {}, ctx: ExtensionContext = {}): ProjectedFile[] {
   const byPath = new Map<string, ProjectedFile>();
+  const fields = new Map<string, string>(); // path -> fieldPath
   const defaultMode = src.defaultMode ?? DEFAULT_MODE;
   for (const item of src.items ?? []) {
     const text = item.fieldRef ? fieldValue(pod, item.fieldRef.fieldPath, ctx) : resourceValue(pod, item.resourceFieldRef!, allocatable);
     const path = cleanPath(item.path);
     byPath.delete(path);
     byPath.set(path, { path, bytes: Buffer.from(text, 'utf8'), mode: item.mode ?? defaultMode });
+    fields.set(path, item.fieldRef?.fieldPath ?? '');
   }
-  return [...byPath.values()];
+  return keepUnsettled([...byPath.values()], fields, ctx.chain);
+}
+
+/**
+ * An unsettled chain's items get the KeepRule the agent's own chain files get (chain.ts):
+ * only when a chain item is there to vouch for the workload items, and all of them sit in
+ * one directory (the writer weighs a group within one directory).
+ */
+function keepUnsettled(files: ProjectedFile[], fields: ReadonlyMap<string, string>, chain: ControllerChain | undefined): ProjectedFile[] {
+  const keep = chain && keepWhileUnsettled(chain);
+  const ruleOf = (f: ProjectedFile) => fields.get(f.path) === EXTENSION_FIELDS.chain ? keep?.chain
+    : fields.get(f.path) === EXTENSION_FIELDS.workload ? keep?.workload : undefined;
+  const ruled = files.filter((f) => ruleOf(f) !== undefined);
+  const dirs = new Set(ruled.map((f) => f.path.slice(0, Math.max(0, f.path.lastIndexOf('/')))));
+  if (!keep || dirs.size !== 1 || !ruled.some((f) => fields.get(f.path) === EXTENSION_FIELDS.chain)) return files;
+  return files.map((f) => (ruleOf(f) ? { ...f, keep: ruleOf(f) } : f));
 }
 
 function fieldValue(pod: DownwardPod, fieldPath: string, ctx: ExtensionContext): string {

@@ -109,4 +109,21 @@ describe('the same files as downwardAPI items (the extension field paths)', () =
     expect(t.workload).toBe('[]');
     expect(t.node).toBe('[]');
   });
+  const item = (path: string, field: string) => ({ path, fieldRef: { fieldPath: `ownerrefs.dev/${field}` } });
+  it.each([
+    { what: 'chain and workload items side by side', list: [item('c', 'controllerChain'), item('w', 'workloadOwnerReferences'), item('n', 'nodeOwnerReferences')], kept: ['c', 'w'] },
+    { what: 'both in one nested directory', list: [item('x/c', 'controllerChain'), item('x/w', 'workloadOwnerReferences')], kept: ['x/c', 'x/w'] },
+    { what: 'a workload item without a chain item to vouch for it', list: [item('w', 'workloadOwnerReferences')], kept: [] },
+    { what: 'chain and workload in different directories', list: [item('a/c', 'controllerChain'), item('b/w', 'workloadOwnerReferences')], kept: [] },
+    { what: 'a chain item alone', list: [item('c', 'controllerChain')], kept: ['c'] },
+  ])('while the chain is Pending, keep rules go to $what: $kept', ({ list, kept }) => {
+    const src = { items: list };
+    expect(checkSource(src)).toEqual([]);
+    const pending: ControllerChain = { items: [rs], end: { reason: 'Pending', message: 'm' } };
+    const files = renderDownwardAPI(pod({ owners: [rs] }), src, {}, { chain: pending, node: { name: 'n', uid: 'u' } });
+    expect(files.filter((f) => f.keep).map((f) => f.path)).toEqual(kept);
+    expect(new Set(files.filter((f) => f.keep).map((f) => f.keep!.group)).size).toBeLessThanOrEqual(1);
+    const settled = renderDownwardAPI(pod({ owners: [rs] }), src, {}, { chain: { items: [rs, dep], end: { reason: 'Top', message: '' } } });
+    expect(settled.filter((f) => f.keep)).toEqual([]);
+  });
 });
