@@ -5,7 +5,7 @@
 // A control plane of this file's own: the node label that turns following on must not
 // reach the other files' agents.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BatchV1Api, KubernetesObjectApi, type KubernetesObject, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -118,6 +118,21 @@ describe('following owners (controllerChain, workloadOwnerReferences) and the No
     expect(gets).toBeGreaterThan(0);
     // Read between the agent's two scrapes: the API server counts a read the agent may not have counted yet.
     expect(Math.abs(gets - agentAll)).toBeLessThanOrEqual(2);
+  });
+
+  it('an agent restart leaves the chain and workload files in place while it reads the owners again: not one is rewritten', async () => {
+    const pods = [...await podsOf('app=web,rev=2'), ...await podsOf('app=many', 12)];
+    const dir = (p: V1Pod) => e.kubelet.volumeDir(p.metadata!.uid!, 'podinfo');
+    const inodes = () => pods.map((p) => ['controllerChain', 'workloadOwnerReferences'].map((n) => statSync(path.join(dir(p), n)).ino).join(','));
+    const before = inodes();
+    const workload = pods.map((p) => e.file(p, 'workloadOwnerReferences'));
+    expect(workload.every((w) => w?.includes('"Deployment"'))).toBe(true);
+    await e.agent.stop();
+    await e.restartAgent();
+    await waitFor(async () => (await e.agent.metric('ownerrefs_owner_reads_total')) >= 2 || undefined, { describe: 'the owners read again' });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(inodes()).toEqual(before);
+    expect(pods.map((p) => e.file(p, 'workloadOwnerReferences'))).toEqual(workload);
   });
 
   it('without rbac-follow-owners.yaml the chain ends Forbidden at the next read, and the Node gets a Warning Event', async () => {
