@@ -54,19 +54,31 @@ export function renderChainJson(chain: ControllerChain): string {
 
 /**
  * While the chain is unsettled (Pending, Unavailable) it knows its first items only: a
- * chain file in place that starts with them (then ',' or ']') and the workload file beside
- * it may stay (KeepRule), so an agent restart or a failing read never turns a known
- * workload into []. Undefined for a settled chain, or one that knows no item.
+ * chain file in place (at `chainPath`) that starts with them (then ',' or ']'), and the
+ * workload file beside it if it is exactly the workload of that chain, may stay (KeepRule),
+ * so an agent restart or a failing read never turns a known workload into []. Undefined
+ * for a settled chain, or one that knows no item.
  */
-export function keepWhileUnsettled(chain: ControllerChain): { chain: KeepRule; workload: KeepRule } | undefined {
+export function keepWhileUnsettled(chain: ControllerChain, chainPath: string): { chain: KeepRule; workload: KeepRule } | undefined {
   if ((chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable') || chain.items.length === 0) return undefined;
   const full = renderChainJson(chain);
   const known = full.slice(0, full.lastIndexOf('],"end":')); // the end object's strings cannot hold '"' unescaped
   const group = 'controllerChain';
   return {
     chain: { group, prefixes: [Buffer.from(known + ','), Buffer.from(known + ']')] },
-    workload: { group, prefixes: [Buffer.from('[')] },
+    workload: { group, prefixes: [Buffer.from('[')], matches: { of: chainPath, derive: workloadOfChainFile } },
   };
+}
+
+/** The workload file that goes with a chain file's bytes, or undefined if they are not a chain. */
+export function workloadOfChainFile(bytes: Buffer): Buffer | undefined {
+  try {
+    const c = JSON.parse(bytes.toString('utf8')) as ControllerChain;
+    if (!Array.isArray(c.items) || typeof c.end?.reason !== 'string') return undefined;
+    return Buffer.from(renderWorkloadJson(c), 'utf8');
+  } catch {
+    return undefined; // not JSON, or an item that does not encode: not ours to keep
+  }
 }
 
 /** The workload: the chain's last item, if the chain reached its top; else [] (no guess). */

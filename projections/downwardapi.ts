@@ -242,7 +242,8 @@ export function renderDownwardAPI(pod: DownwardPod, src: DownwardAPISource, allo
  * one directory (the writer weighs a group within one directory).
  */
 function keepUnsettled(files: ProjectedFile[], fields: ReadonlyMap<string, string>, chain: ControllerChain | undefined): ProjectedFile[] {
-  const keep = chain && keepWhileUnsettled(chain);
+  const firstChain = files.find((f) => fields.get(f.path) === EXTENSION_FIELDS.chain);
+  const keep = chain && firstChain && keepWhileUnsettled(chain, firstChain.path);
   const ruleOf = (f: ProjectedFile) => fields.get(f.path) === EXTENSION_FIELDS.chain ? keep?.chain
     : fields.get(f.path) === EXTENSION_FIELDS.workload ? keep?.workload : undefined;
   const ruled = files.filter((f) => ruleOf(f) !== undefined);

@@ -40,6 +40,8 @@ export interface ProjectedFile {
 export interface KeepRule {
   group: string;
   prefixes: readonly Buffer[];
+  /** Also: the file holds exactly what `derive` makes of the bytes in place at `of` (a file of the same group). */
+  matches?: { of: string; derive: (bytes: Buffer) => Buffer | undefined } | undefined;
 }
 
 /** Which optional files to render; node labels turn these on and off. */

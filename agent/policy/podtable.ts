@@ -47,7 +47,7 @@ export interface Tracked {
   readonly volumeFiles: ReadonlyMap<string, VolumeFiles>;
   /** Per volume, the fingerprint last synced there. */
   readonly synced: ReadonlyMap<string, string>;
-  /** Per volume, the files that sync left there (the same array as `files` once it has run). */
+  /** Per volume, the files that sync left there: the ones it was given, with the bytes in place for those it kept (KeepRule). */
   readonly left: ReadonlyMap<string, readonly ProjectedFile[]>;
   /** Volumes whose disk state must be checked even if the fingerprint matches. */
   readonly verify: ReadonlySet<string>;

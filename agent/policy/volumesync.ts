@@ -3,10 +3,12 @@
 // the same directory never interleave, and records the outcome in the pod table.
 //
 //   1. Take the files and fingerprint the volume should have now (the pod's, or its own items').
-//  1a. Unless the disk is to be verified, leave out each file whose bytes, name and mode
-//      are those the last sync left, with a stamp recorded: nothing has replaced it since,
-//      or a directory event would have asked for a verification (reconciler.ts). An owner
-//      change then rewrites the files it changes, not the node file beside them.
+//  1a. Under the lock, unless the disk is to be verified: leave out each file directly in
+//      the volume whose bytes, name and mode are those the last sync left, with a stamp
+//      recorded: nothing has replaced it since, or its directory event would have asked for
+//      a verification (reconciler.ts). An owner change then rewrites the files it changes,
+//      not the node file beside them. Files in a subdirectory (nested downwardAPI items) are
+//      always written: the directory watch sees only the volume's own entries.
 //   2. Under the directory's lock: writer.sync (verify the disk first when asked;
 //      create the target's last directory for a CSI publish).
 //   3. Still under the lock, if the pod is still tracked: record the fingerprint, the
@@ -49,13 +51,14 @@ export class VolumeSync {
   async run(uid: string, t: Tracked, v: ResolvedVolume, opts: { verify: boolean; remove: readonly string[]; createTarget?: boolean }): Promise<VolumeSyncResult> {
     const all = filesFor(t, v.name); // step 1
     const fingerprint = fingerprintFor(t, v.name);
-    const kept = opts.verify ? {} : keptStamps(all, t.left.get(v.name), t.stamps.get(v.name)); // step 1a
-    const files = Object.keys(kept).length === 0 ? all : all.filter((f) => kept[f.path] === undefined);
     // Files turned off by node labels are the agent's own set; a volume of items never had them.
     const remove = hasOwnFiles(t, v.name) ? [] : opts.remove;
     try {
       const r = await this.#locks.run(dirOf(v.target), async () => {
         const tracked = () => this.#table.get(uid) === t;
+        // Step 1a under the lock: a sync of the same directory just before (a CSI publish) has recorded what it left.
+        const kept = opts.verify ? {} : keptStamps(all, t.left.get(v.name), t.stamps.get(v.name));
+        const files = Object.keys(kept).length === 0 ? all : all.filter((f) => kept[f.path] === undefined);
         try {
           const written = await this.#writer.sync(v.target, files, remove, { verify: opts.verify, createTarget: opts.createTarget ?? false }); // step 2
           if (tracked()) this.#table.synced(t, v.name, fingerprint, leftBy(all, written.kept), { ...kept, ...written.stamps }); // step 3
@@ -77,8 +80,9 @@ export class VolumeSync {
 }
 
 /**
- * Step 1a: file name -> recorded stamp, for each of `files` that is byte for byte one the
- * last sync left (`left`) and has a stamp from it. Empty when there was no such sync.
+ * Step 1a: file name -> recorded stamp, for each of `files` directly in the volume that is
+ * byte for byte one the last sync left (`left`) and has a stamp from it. Empty when there
+ * was no such sync.
  */
 export function keptStamps(files: readonly ProjectedFile[], left: readonly ProjectedFile[] | undefined,
   stamps: Readonly<Record<string, string>> | undefined): Record<string, string> {
@@ -86,6 +90,7 @@ export function keptStamps(files: readonly ProjectedFile[], left: readonly Proje
   if (!left || !stamps) return kept;
   const before = new Map(left.map((f) => [f.path, f]));
   for (const f of files) {
+    if (f.path.includes('/')) continue; // nested: no directory event would tell us of a change
     const old = before.get(f.path);
     const stamp = stamps[f.path];
     if (old && stamp !== undefined && old.mode === f.mode && old.bytes.equals(f.bytes)) kept[f.path] = stamp;

@@ -50,8 +50,9 @@
  *      same inode, and compare bytes. Equal: leave it alone.
  *  3a. Files with a KeepRule (their answer is not known yet), per group: read each name
  *      as in step 3 (agent-owned, the wanted mode, at most KEEP_MAX_BYTES); if every file
- *      of the group is there and starts with one of its prefixes, leave them all (they
- *      come back in `kept` with the bytes in place). Otherwise write them as any other.
+ *      of the group is there, starts with one of its prefixes, and (`matches`) is exactly
+ *      what its rule derives from another file of the group, leave them all (they come
+ *      back in `kept` with the bytes in place). Otherwise write them as any other.
  *   4. Create the temporary with O_CREAT|O_EXCL|O_NOFOLLOW (a planted name fails EEXIST),
  *      with the file's mode when the process umask leaves it intact, else 0600.
  *   5. Write all bytes; fchmod the descriptor when step 4 could not give the mode (umask-
@@ -349,7 +350,14 @@ export class FsVolumeWriter implements VolumeWriter {
         if (!old || !f.keep!.prefixes.some((p) => old.bytes.subarray(0, p.length).equals(p))) break;
         found.push([f.path, old]);
       }
-      if (found.length === group.length) for (const [path, old] of found) kept.set(path, old);
+      if (found.length !== group.length) continue;
+      const inPlace = new Map(found);
+      const agree = group.every((f) => { // a file derived from another of the group must be exactly that
+        const m = f.keep!.matches;
+        const from = m && inPlace.get(m.of);
+        return !m || (from !== undefined && m.derive(from.bytes)?.equals(inPlace.get(f.path)!.bytes) === true);
+      });
+      if (agree) for (const [path, old] of found) kept.set(path, old);
     }
     return kept;
   }

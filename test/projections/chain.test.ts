@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson } from '../../projections/chain.ts';
+import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson, workloadOfChainFile } from '../../projections/chain.ts';
 import { FILES, project, type ControllerChain } from '../../projections/index.ts';
 import { checkSource, renderDownwardAPI } from '../../projections/downwardapi.ts';
 import { HOSTILE_STRINGS, owner, pod } from '../support/fixtures.ts';
@@ -47,18 +47,31 @@ describe('keepWhileUnsettled: which files in place an unsettled chain leaves alo
     ...HOSTILE_STRINGS.map((h) => ({ what: `hostile ${JSON.stringify(h)} in the old end`, pending: [rs], old: renderChainJson({ items: [rs], end: { reason: 'Unavailable', message: `],"end":${h}` } }), keep: true })),
   ])('Pending and Unavailable keep $what: $keep', ({ pending, old, keep }) => {
     for (const reason of ['Pending', 'Unavailable'] as const) {
-      const rule = keepWhileUnsettled({ items: pending, end: { reason, message: `reading ${'"],"end":'}` } })!;
+      const rule = keepWhileUnsettled({ items: pending, end: { reason, message: `reading ${'"],"end":'}` } }, 'controllerChain')!;
       expect(startsWithOne(rule.chain, old)).toBe(keep);
       expect(rule.workload.group).toBe(rule.chain.group); // kept together or not at all
       expect(startsWithOne(rule.workload, renderWorkloadJson(JSON.parse(old) as ControllerChain))).toBe(true);
+      expect(rule.workload.matches?.of).toBe('controllerChain');
+      expect(rule.workload.matches?.derive(Buffer.from(old))?.toString()).toBe(renderWorkloadJson(JSON.parse(old) as ControllerChain));
     }
   });
   it.each(['Top', 'NoController', 'NotFound', 'UIDMismatch', 'KindNotFollowed', 'NotServed', 'Forbidden', 'Cycle', 'TooLong', 'NotFollowed'] as const)(
     'a settled chain (%s) keeps nothing: its answer is written', (reason) => {
-      expect(keepWhileUnsettled({ items: [rs], end: { reason, message: '' } })).toBeUndefined();
+      expect(keepWhileUnsettled({ items: [rs], end: { reason, message: '' } }, 'c')).toBeUndefined();
     });
+  it.each([
+    { what: 'a Top chain: its top, ready to paste', bytes: top, want: '[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"dep-1"}]' },
+    { what: 'a Pending chain: unknown', bytes: renderChainJson({ items: [rs], end: { reason: 'Pending', message: '' } }), want: '[]' },
+    ...HOSTILE_STRINGS.map((h) => ({ what: `a hostile owner ${JSON.stringify(h)}`, bytes: renderChainJson({ items: [owner({ name: h, kind: h, uid: h })], end: { reason: 'Top', message: h } }),
+      want: renderWorkloadJson({ items: [owner({ name: h, kind: h, uid: h })], end: { reason: 'Top', message: h } }) })),
+    { what: 'not JSON', bytes: '{"kind":"Controll', want: undefined },
+    { what: 'JSON that is no chain', bytes: '[1,2]', want: undefined },
+    { what: 'a chain without its end', bytes: '{"items":[]}', want: undefined },
+  ])('the workload file that goes with $what', ({ bytes, want }) => {
+    expect(workloadOfChainFile(Buffer.from(bytes))?.toString()).toBe(want);
+  });
   it('a chain that knows no owner keeps nothing', () => {
-    expect(keepWhileUnsettled({ items: [], end: { reason: 'Pending', message: '' } })).toBeUndefined();
+    expect(keepWhileUnsettled({ items: [], end: { reason: 'Pending', message: '' } }, 'c')).toBeUndefined();
   });
   it('project gives the rule to the chain and workload files only', () => {
     const files = project(pod({ owners: [rs] }), { envFile: true, dependentsFile: true, nodeFile: true, followOwners: true },

@@ -54,6 +54,20 @@ describe('FsVolumeWriter: KeepRule (step 3a)', () => {
     expect(r.kept).toEqual({});
   });
 
+  it('keeps a derived file only when it is exactly what its rule makes of the other', async () => {
+    const { vol, target } = setup();
+    const writer = new FsVolumeWriter();
+    const derive = (b: Buffer) => Buffer.from(`[${b.toString().slice(2)}]`); // 'A-top' -> '[top]'
+    const wanting = [f('a', 'A-pending', rule('A-')), { ...f('b', '[]', rule('[')), keep: { ...rule('['), matches: { of: 'a', derive } } }];
+    await writer.sync(target, [f('a', 'A-top'), f('b', '[top]')]);
+    expect((await writer.sync(target, wanting)).kept).toHaveProperty('b');
+    expect(read(vol, 'b')).toBe('[top]');
+    // The chain moved on but the file beside it did not (a crash between the two renames): both go.
+    await writer.sync(target, [f('a', 'A-new'), f('b', '[top]')]);
+    expect((await writer.sync(target, wanting)).kept).toEqual({});
+    expect([read(vol, 'a'), read(vol, 'b')]).toEqual(['A-pending', '[]']);
+  });
+
   it('does not keep a file the agent does not own', async () => {
     const { vol, target } = setup();
     await new FsVolumeWriter().sync(target, settled);
