@@ -17,7 +17,7 @@ import { formatMap } from './goquote.ts';
 import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rational } from './quantity.ts';
-import type { OwnerReference, ProjectedFile } from './types.ts';
+import type { KeepRule, OwnerReference, ProjectedFile } from './types.ts';
 
 export const OWNER_REFERENCES_FIELD = 'metadata.ownerReferences';
 /**
@@ -244,7 +244,9 @@ export function renderDownwardAPI(pod: DownwardPod, src: DownwardAPISource, allo
 function keepUnsettled(files: ProjectedFile[], fields: ReadonlyMap<string, string>, chain: ControllerChain | undefined): ProjectedFile[] {
   const firstChain = files.find((f) => fields.get(f.path) === EXTENSION_FIELDS.chain);
   const keep = chain && firstChain && keepWhileUnsettled(chain, firstChain.path);
-  const ruleOf = (f: ProjectedFile) => fields.get(f.path) === EXTENSION_FIELDS.chain ? keep?.chain
+  // A second chain item must be the same bytes as the first: they are kept together only if they agree.
+  const sameAsFirst: KeepRule | undefined = keep && firstChain && { ...keep.chain, matches: { of: firstChain.path, derive: (b) => b } };
+  const ruleOf = (f: ProjectedFile) => fields.get(f.path) === EXTENSION_FIELDS.chain ? (f === firstChain ? keep?.chain : sameAsFirst)
     : fields.get(f.path) === EXTENSION_FIELDS.workload ? keep?.workload : undefined;
   const ruled = files.filter((f) => ruleOf(f) !== undefined);
   const dirs = new Set(ruled.map((f) => f.path.slice(0, Math.max(0, f.path.lastIndexOf('/')))));

@@ -99,7 +99,7 @@
  */
 
 import { constants as C, readFileSync, type Stats } from 'node:fs';
-import type { ProjectedFile } from '../../projections/index.ts';
+import type { KeepRule, ProjectedFile } from '../../projections/index.ts';
 import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
 import { errnoOf, ProjectionError } from '../common/errors.ts';
 import { absentAsNull, bySubdirectory, checkRelative, dirError, ioError, isSafeComponent, joinUnder, lstatOrNull, openDirectory, subdirectoriesDeepestFirst, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
@@ -352,10 +352,16 @@ export class FsVolumeWriter implements VolumeWriter {
       }
       if (found.length !== group.length) continue;
       const inPlace = new Map(found);
+      // Once per rule and source file, however many items derive the same way from it.
+      const derived = new Map<NonNullable<KeepRule['matches']>['derive'], Map<string, Buffer | undefined>>();
       const agree = group.every((f) => { // a file derived from another of the group must be exactly that
         const m = f.keep!.matches;
         const from = m && inPlace.get(m.of);
-        return !m || (from !== undefined && m.derive(from.bytes)?.equals(inPlace.get(f.path)!.bytes) === true);
+        if (!m) return true;
+        if (from === undefined) return false;
+        const byRule = derived.get(m.derive) ?? derived.set(m.derive, new Map()).get(m.derive)!;
+        if (!byRule.has(m.of)) byRule.set(m.of, m.derive(from.bytes));
+        return byRule.get(m.of)?.equals(inPlace.get(f.path)!.bytes) === true;
       });
       if (agree) for (const [path, old] of found) kept.set(path, old);
     }

@@ -73,10 +73,11 @@ describe('keepWhileUnsettled: which files in place an unsettled chain leaves alo
   it('a chain that knows no owner keeps nothing', () => {
     expect(keepWhileUnsettled({ items: [], end: { reason: 'Pending', message: '' } }, 'c')).toBeUndefined();
   });
-  it('project gives the rule to the chain and workload files only', () => {
+  it('project gives the rule to the chain and workload files only, the workload tied to the chain file', () => {
     const files = project(pod({ owners: [rs] }), { envFile: true, dependentsFile: true, nodeFile: true, followOwners: true },
       { node: { name: 'n', uid: 'u' }, chain: { items: [rs], end: { reason: 'Pending', message: '' } } });
     expect(files.filter((f) => f.keep).map((f) => f.path)).toEqual([FILES.chain, FILES.workload]);
+    expect(files.find((f) => f.path === FILES.workload)!.keep!.matches!.of).toBe(FILES.chain);
   });
 });
 
@@ -129,6 +130,7 @@ describe('the same files as downwardAPI items (the extension field paths)', () =
     { what: 'a workload item without a chain item to vouch for it', list: [item('w', 'workloadOwnerReferences')], kept: [] },
     { what: 'chain and workload in different directories', list: [item('a/c', 'controllerChain'), item('b/w', 'workloadOwnerReferences')], kept: [] },
     { what: 'a chain item alone', list: [item('c', 'controllerChain')], kept: ['c'] },
+    { what: 'two chain items and a workload', list: [item('c1', 'controllerChain'), item('w', 'workloadOwnerReferences'), item('c2', 'controllerChain')], kept: ['c1', 'w', 'c2'] },
   ])('while the chain is Pending, keep rules go to $what: $kept', ({ list, kept }) => {
     const src = { items: list };
     expect(checkSource(src)).toEqual([]);
@@ -138,5 +140,18 @@ describe('the same files as downwardAPI items (the extension field paths)', () =
     expect(new Set(files.filter((f) => f.keep).map((f) => f.keep!.group)).size).toBeLessThanOrEqual(1);
     const settled = renderDownwardAPI(pod({ owners: [rs] }), src, {}, { chain: { items: [rs, dep], end: { reason: 'Top', message: '' } } });
     expect(settled.filter((f) => f.keep)).toEqual([]);
+    // Everything derived is tied to the first chain item, by its own path in the volume.
+    const first = list.find((i) => i.fieldRef.fieldPath.endsWith('controllerChain'))?.path;
+    for (const f of files.filter((x) => x.keep?.matches)) expect(f.keep!.matches!.of).toBe(first);
+    expect(files.find((f) => f.path === first)?.keep?.matches).toBeUndefined();
+  });
+
+  it('a second chain item is kept only when it is the same bytes as the first', () => {
+    const src = { items: [item('c1', 'controllerChain'), item('c2', 'controllerChain')] };
+    const files = renderDownwardAPI(pod({ owners: [rs] }), src, {}, { chain: { items: [rs], end: { reason: 'Pending', message: '' } } });
+    const m = files.find((f) => f.path === 'c2')!.keep!.matches!;
+    const top = Buffer.from(renderChainJson({ items: [rs, dep], end: { reason: 'Top', message: '' } }));
+    expect(m.of).toBe('c1');
+    expect(m.derive(top)?.equals(top)).toBe(true);
   });
 });

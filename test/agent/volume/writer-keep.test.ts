@@ -68,6 +68,15 @@ describe('FsVolumeWriter: KeepRule (step 3a)', () => {
     expect([read(vol, 'a'), read(vol, 'b')]).toEqual(['A-pending', '[]']);
   });
 
+  it('does not keep a derived file whose source is not in its group', async () => {
+    const { vol, target } = setup();
+    const writer = new FsVolumeWriter();
+    await writer.sync(target, [f('a', 'A-top'), f('b', '[top]')]);
+    const orphan = [f('a', 'A-top'), { ...f('b', '[]', rule('[')), keep: { ...rule('['), matches: { of: 'a', derive: () => Buffer.from('[top]') } } }];
+    expect((await writer.sync(target, orphan)).kept).toEqual({}); // 'a' has no rule, so it is not read as part of the group
+    expect(read(vol, 'b')).toBe('[]');
+  });
+
   it('does not keep a file the agent does not own', async () => {
     const { vol, target } = setup();
     await new FsVolumeWriter().sync(target, settled);
