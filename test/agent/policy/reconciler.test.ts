@@ -61,7 +61,8 @@ describe('Reconciler', () => {
     expect(statSync(path.join(vol, FILES.ownerReferences)).ino).toBe(inode);
   });
 
-  it('an owner change rewrites the files it changes and leaves the node file alone', async () => {
+  /** A pod owned by 'first' with its files and the node file written; `adopt()` moves it to 'second'. */
+  async function withNodeFile() {
     const k = agentKit();
     k.reconciler.setNode({ name: 'worker-1', uid: 'n-1' });
     const p = pod({ owners: [owner({ name: 'first' })] });
@@ -70,9 +71,15 @@ describe('Reconciler', () => {
     await waitFor(named(vol, 'first'));
     await waitFor(() => existsSync(path.join(vol, FILES.node)));
     await k.reconciler.idle();
+    const adopt = () => k.reconciler.upsert({ ...p, metadata: { ...p.metadata, ownerReferences: [owner({ name: 'second', uid: 'u-2' })] } });
+    return { k, vol, adopt };
+  }
+
+  it('an owner change rewrites the files it changes and leaves the node file alone', async () => {
+    const { k, vol, adopt } = await withNodeFile();
     const node = statSync(path.join(vol, FILES.node)).ino;
     const writes = await k.writes();
-    k.reconciler.upsert({ ...p, metadata: { ...p.metadata, ownerReferences: [owner({ name: 'second', uid: 'u-2' })] } });
+    adopt();
     await waitFor(named(vol, 'second'));
     await k.reconciler.idle();
     expect(await k.writes() - writes).toBe(3); // env, dependents, ownerReferences
@@ -80,17 +87,10 @@ describe('Reconciler', () => {
   });
 
   it('restores a file the pod overwrote even when an owner change leaves that file alone', async () => {
-    const k = agentKit();
-    k.reconciler.setNode({ name: 'worker-1', uid: 'n-1' });
-    const p = pod({ owners: [owner({ name: 'first' })] });
-    const vol = makeVolume(k.root, p.metadata!.uid!);
-    k.reconciler.upsert(p);
-    await waitFor(named(vol, 'first'));
-    await waitFor(() => existsSync(path.join(vol, FILES.node)));
-    await k.reconciler.idle();
+    const { vol, adopt } = await withNodeFile();
     const good = read(vol, FILES.node);
     writeFileSync(path.join(vol, FILES.node), 'lies');
-    k.reconciler.upsert({ ...p, metadata: { ...p.metadata, ownerReferences: [owner({ name: 'second', uid: 'u-2' })] } });
+    adopt();
     await waitFor(named(vol, 'second'));
     await waitFor(() => read(vol, FILES.node) === good, { describe: 'the node file restored' });
   });
