@@ -52,7 +52,8 @@
  *      as in step 3 (agent-owned, the wanted mode, at most KEEP_MAX_BYTES); if every file
  *      of the group is there, starts with one of its prefixes, and (`matches`) is exactly
  *      what its rule derives from another file of the group, leave them all (they come
- *      back in `kept` with the bytes in place). Otherwise write them as any other.
+ *      back in `kept` with the bytes in place). Otherwise write them as any other. The
+ *      decision is keeprules.ts's.
  *   4. Create the temporary with O_CREAT|O_EXCL|O_NOFOLLOW (a planted name fails EEXIST),
  *      with the file's mode when the process umask leaves it intact, else 0600.
  *   5. Write all bytes; fchmod the descriptor when step 4 could not give the mode (umask-
@@ -99,11 +100,12 @@
  */
 
 import { constants as C, readFileSync, type Stats } from 'node:fs';
-import type { KeepRule, ProjectedFile } from '../../projections/index.ts';
+import type { ProjectedFile } from '../../projections/index.ts';
 import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
 import { errnoOf, ProjectionError } from '../common/errors.ts';
 import { absentAsNull, bySubdirectory, checkRelative, dirError, ioError, isSafeComponent, joinUnder, lstatOrNull, openDirectory, subdirectoriesDeepestFirst, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
 import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
+import { keptGroups } from './keeprules.ts';
 
 /** Where to write: a trusted absolute root plus components that must each be a real directory. */
 export interface VolumeTarget {
@@ -243,7 +245,9 @@ export class FsVolumeWriter implements VolumeWriter {
     const at = (name: string) => `/proc/self/fd/${dir.fd}/${name}`;
     const base = (f: ProjectedFile) => f.path.slice(f.path.lastIndexOf('/') + 1);
     if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(ops, at(TEMP_PREFIX + base(f)), f.path)); // step 2
-    const kept = await this.#keptGroups(ops, files, (f) => at(base(f))); // step 3a
+    // Step 3a. A file that cannot be read is written as usual (and its error reported there).
+    const fits = (f: ProjectedFile) => (st: Stats) => st.isFile() && st.uid === this.#uid && (st.mode & 0o7777) === f.mode && st.size <= KEEP_MAX_BYTES;
+    const kept = await keptGroups(files, (f) => this.#readOwn(ops, at(base(f)), f.path, fits(f)).catch(() => undefined));
     for (const f of files) {
       await each(f.path, async () => {
         const old = kept.get(f.path);
@@ -334,38 +338,6 @@ export class FsVolumeWriter implements VolumeWriter {
   async #isCurrent(ops: FsOps, path: string, f: ProjectedFile): Promise<string | undefined> {
     const old = await this.#readOwn(ops, path, f.path, (st) => this.#ours(st, f));
     return old?.bytes.equals(f.bytes) ? old.stamp : undefined;
-  }
-
-  /** Step 3a: name -> bytes and stamp in place, for each file whose KeepRule group is kept whole. */
-  async #keptGroups(ops: FsOps, files: readonly ProjectedFile[], pathOf: (f: ProjectedFile) => string): Promise<Map<string, { bytes: Buffer; stamp: string }>> {
-    const kept = new Map<string, { bytes: Buffer; stamp: string }>();
-    const groups = new Map<string, ProjectedFile[]>();
-    for (const f of files) if (f.keep) groups.set(f.keep.group, [...groups.get(f.keep.group) ?? [], f]);
-    for (const group of groups.values()) {
-      const found: [string, { bytes: Buffer; stamp: string }][] = [];
-      for (const f of group) {
-        const fits = (st: Stats) => st.isFile() && st.uid === this.#uid && (st.mode & 0o7777) === f.mode && st.size <= KEEP_MAX_BYTES;
-        // A file that cannot be read is written as usual (and its error reported there).
-        const old = await this.#readOwn(ops, pathOf(f), f.path, fits).catch(() => undefined);
-        if (!old || !f.keep!.prefixes.some((p) => old.bytes.subarray(0, p.length).equals(p))) break;
-        found.push([f.path, old]);
-      }
-      if (found.length !== group.length) continue;
-      const inPlace = new Map(found);
-      // Once per rule and source file, however many items derive the same way from it.
-      const derived = new Map<NonNullable<KeepRule['matches']>['derive'], Map<string, Buffer | undefined>>();
-      const agree = group.every((f) => { // a file derived from another of the group must be exactly that
-        const m = f.keep!.matches;
-        const from = m && inPlace.get(m.of);
-        if (!m) return true;
-        if (from === undefined) return false;
-        const byRule = derived.get(m.derive) ?? derived.set(m.derive, new Map()).get(m.derive)!;
-        if (!byRule.has(m.of)) byRule.set(m.of, m.derive(from.bytes));
-        return byRule.get(m.of)?.equals(inPlace.get(f.path)!.bytes) === true;
-      });
-      if (agree) for (const [path, old] of found) kept.set(path, old);
-    }
-    return kept;
   }
 
   /**
