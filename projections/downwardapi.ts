@@ -250,7 +250,7 @@ function keepUnsettled(files: ProjectedFile[], fields: ReadonlyMap<string, strin
     : fields.get(f.path) === EXTENSION_FIELDS.workload ? keep?.workload : undefined;
   const ruled = files.filter((f) => ruleOf(f) !== undefined);
   const dirs = new Set(ruled.map((f) => f.path.slice(0, Math.max(0, f.path.lastIndexOf('/')))));
-  if (!keep || dirs.size !== 1 || !ruled.some((f) => fields.get(f.path) === EXTENSION_FIELDS.chain)) return files;
+  if (!keep || dirs.size !== 1) return files; // `keep` needs a chain item: it vouches for the workload items
   return files.map((f) => (ruleOf(f) ? { ...f, keep: ruleOf(f) } : f));
 }
 
