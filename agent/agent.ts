@@ -81,6 +81,8 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
       log.info({ [F.resource]: resource, [F.reason]: reason }, 'relisted');
     },
     failed: (err: unknown, backoffMs: number) => log.warn({ [F.resource]: resource, [F.err]: err, [F.backoffMs]: backoffMs }, 'watch failed; retrying'),
+    streamRefused: (err: unknown) => log.info({ [F.resource]: resource, [F.err]: err },
+      'the API server does not stream lists (its WatchList feature is off); listing instead'),
   });
   const field = (sel: string) => `fieldSelector=${encodeURIComponent(sel)}`;
   // One pacer for both watches: the bound on requests after a failure is per agent.

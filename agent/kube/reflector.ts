@@ -2,13 +2,23 @@
 // reflector does, plus a stall watchdog on the raw stream (the JavaScript client's
 // watches are known to go quiet forever without an error).
 //
-//   list (resourceVersion=0, from the watch cache) -> replace(items)
+//   first state, streamed (KEP-3157's watch list, the API server's WatchList feature):
+//     watch with sendInitialEvents=true, resourceVersionMatch=NotOlderThan,
+//     resourceVersion=0 (the watch cache; unset after 410: a consistent read)
+//     -> each object arrives as its own event and only `retain(obj)` is held;
+//        the bookmark annotated k8s.io/initial-events-end -> replace(held);
+//        the same request then goes on as the watch below
+//     refused as invalid (422/400: a server without the feature, as 1.33 by default)
+//       -> list as below, from then on
+//     any other end before that bookmark -> nothing replaced, the held objects dropped;
+//       the next attempt lists (as client-go falls back), the one after streams again
+//   first state, listed: list (resourceVersion=0, from the watch cache) -> replace(items)
 //   loop: watch from the last resourceVersion seen (bookmarks included),
 //         allowWatchBookmarks, server-side timeoutSeconds randomised in 5-10 min
 //     end at its timeout    -> watch again at once from the same resourceVersion
 //     end before it         -> the server is draining or restarting ('closed'): watch
 //                              again from the same resourceVersion, paced (below)
-//     410 Gone / Expired    -> relist with a consistent read and replace(items)
+//     410 Gone / Expired    -> the first state again, from a consistent read
 //     error / refused / stall -> exponential backoff with jitter, then watch again
 //   every request that follows a failure or an early end (the retried watch, the relist
 //   after 410 and the watch after it) first takes a slot from the agent's RecoveryPacer, which the
@@ -36,6 +46,12 @@ export interface ReflectorHandler<T extends KubeObject> {
   upsert(obj: T): void;
   /** Absent: a deletion changes nothing for this handler (the Node's settings outlive the Node). */
   remove?(obj: T): void;
+  /**
+   * What of an object to hold while a streamed first state is still arriving (default:
+   * the whole object). The result is what replace receives, so it must carry everything
+   * replace reads.
+   */
+  retain?(obj: T): T;
 }
 
 export type RestartReason = 'initial' | 'timeout' | 'closed' | 'expired' | 'error' | 'stall';
@@ -44,6 +60,8 @@ export interface ReflectorObserver {
   watchStarted?(reason: RestartReason): void;
   relisted?(reason: RestartReason): void;
   failed?(err: unknown, backoffMs: number): void;
+  /** The server refused a streamed first state: this reflector lists from now on. */
+  streamRefused?(err: ApiError): void;
 }
 
 export interface ReflectorOptions<T extends KubeObject> {
@@ -66,21 +84,37 @@ export interface ReflectorOptions<T extends KubeObject> {
    * bound is per agent. Default: a pacer of this reflector's own, RECOVERY_SPACING_MS apart.
    */
   pacer?: RecoveryPacer;
+  /** Ask for the first state as a stream of events (default); false: always list. */
+  streamLists?: boolean;
 }
 
 interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  object: KubeObject & { code?: number; reason?: string; message?: string };
+  object: KubeObject & { code?: number; reason?: string; message?: string; metadata?: { annotations?: Record<string, string> } };
 }
+
+/** The annotation on the bookmark that ends a streamed first state (metav1.InitialEventsAnnotationKey). */
+export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 /** A watch that ends before this share of its timeout was ended by the server, not timed out. */
 const EARLY_END = 0.9;
 
 class Gone extends Error {}
 class Stalled extends Error {}
+/** A streamed first state ended before its closing bookmark. */
+class Unfinished extends Error {}
+
+/** How the next first state is read. */
+type FirstState = 'stream' | 'list-once' | 'list';
+
+/** The objects of a streamed first state, held until its closing bookmark. */
+interface Arriving<T> {
+  readonly reason: RestartReason;
+  readonly held: Map<string, T>;
+}
 
 export class Reflector<T extends KubeObject> {
-  readonly #o: Required<Omit<ReflectorOptions<T>, 'observer'>> & { observer: ReflectorObserver };
+  readonly #o: Required<Omit<ReflectorOptions<T>, 'observer' | 'streamLists'>> & { observer: ReflectorObserver };
   readonly #backoff: Backoff;
   #rv: string | undefined;
   #synced = false;
@@ -90,6 +124,9 @@ export class Reflector<T extends KubeObject> {
   #connectedAt: number | undefined;
   /** The current watch's server-side timeout, in ms. */
   #timeoutMs = 0;
+  #first: FirstState;
+  /** Set while the current watch streams the first state; undefined once it is replaced. */
+  #arriving: Arriving<T> | undefined;
 
   constructor(opts: ReflectorOptions<T>) {
     this.#o = {
@@ -102,6 +139,7 @@ export class Reflector<T extends KubeObject> {
       ...opts,
       pacer: opts.pacer ?? new RecoveryPacer({ spacingMs: RECOVERY_SPACING_MS, clock: opts.clock ?? realClock, random: opts.random ?? Math.random }),
     };
+    this.#first = opts.streamLists === false ? 'list' : 'stream';
     // Full jitter: every agent's watch breaks at the same instant when the API server restarts.
     this.#backoff = new Backoff({ ...this.#o.backoff, random: this.#o.random, fullJitter: true });
   }
@@ -123,7 +161,7 @@ export class Reflector<T extends KubeObject> {
     while (!signal.aborted) {
       const started = this.#o.clock.now();
       try {
-        if (this.#rv === undefined) {
+        if (this.#rv === undefined && this.#first !== 'stream') {
           if (recovering) await this.#o.pacer.slot(signal);
           if (signal.aborted) break;
           await this.#list(reason, signal);
@@ -131,7 +169,7 @@ export class Reflector<T extends KubeObject> {
         if (recovering) await this.#o.pacer.slot(signal);
         if (signal.aborted) break;
         this.#o.observer.watchStarted?.(reason);
-        await this.#watch(signal);
+        await this.#watch(signal, reason);
         // A server that ends a watch well before its timeout is going away (a graceful
         // shutdown closes every watch at once): the next watch is paced like a retry.
         const early = this.#connectedAt !== undefined && this.#o.clock.now() - this.#connectedAt < EARLY_END * this.#timeoutMs;
@@ -146,6 +184,15 @@ export class Reflector<T extends KubeObject> {
       } catch (err) {
         this.#ended();
         if (signal.aborted) break;
+        if (this.#arriving) {
+          this.#arriving = undefined; // a partial first state is never replaced
+          if (err instanceof ApiError && (err.status === 422 || err.status === 400)) {
+            this.#first = 'list';
+            this.#o.observer.streamRefused?.(err);
+            continue; // a server without the feature, not a failing one: list now, no backoff
+          }
+          if (this.#first === 'stream') this.#first = 'list-once';
+        }
         recovering = true;
         if (err instanceof Gone) {
           this.#rv = undefined; // relist from a consistent read, then resume
@@ -176,18 +223,29 @@ export class Reflector<T extends KubeObject> {
     const path = reason === 'initial' ? `${this.#o.path}${sep(this.#o.path)}resourceVersion=0` : this.#o.path;
     const list = await this.#o.client.json<{ items: T[]; metadata: { resourceVersion: string } }>('GET', path);
     if (signal.aborted) return;
-    this.#o.handler.replace(list.items ?? []);
-    this.#rv = list.metadata.resourceVersion;
+    this.#replaced(list.items ?? [], list.metadata.resourceVersion, reason);
+    if (this.#first === 'list-once') this.#first = 'stream';
+  }
+
+  #replaced(items: T[], rv: string, reason: RestartReason): void {
+    this.#o.handler.replace(items);
+    this.#rv = rv;
     this.#synced = true;
     if (reason !== 'initial') this.#o.observer.relisted?.(reason);
   }
 
-  async #watch(signal: AbortSignal): Promise<void> {
+  /** Watches from #rv; without one, streams the first state (see the header) and goes on watching. */
+  async #watch(signal: AbortSignal, reason: RestartReason): Promise<void> {
     const [lo, hi] = this.#o.timeoutSeconds;
     const timeout = Math.floor(lo + this.#o.random() * (hi - lo));
     this.#timeoutMs = timeout * 1000;
-    const path = `${this.#o.path}${sep(this.#o.path)}watch=true&allowWatchBookmarks=true` +
-      `&resourceVersion=${encodeURIComponent(this.#rv ?? '')}&timeoutSeconds=${timeout}`;
+    let from = `resourceVersion=${encodeURIComponent(this.#rv ?? '')}`;
+    if (this.#rv === undefined) {
+      this.#arriving = { reason, held: new Map() };
+      // From the watch cache at first, as the list would be; after a failure, a consistent read.
+      from = `sendInitialEvents=true&resourceVersionMatch=NotOlderThan${reason === 'initial' ? '&resourceVersion=0' : ''}`;
+    }
+    const path = `${this.#o.path}${sep(this.#o.path)}watch=true&allowWatchBookmarks=true&${from}&timeoutSeconds=${timeout}`;
     const ac = new AbortController();
     const onAbort = () => ac.abort();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -206,6 +264,7 @@ export class Reflector<T extends KubeObject> {
       this.#connectedAt = this.#o.clock.now();
       this.#downSince = undefined;
       await this.#consume(res, armStall);
+      if (this.#arriving) throw new Unfinished(`the ${this.#o.resource} watch ended before its first state was complete`);
     } catch (err) {
       if (stalled) throw new Stalled(`no data on the ${this.#o.resource} watch for ${this.#o.stallMs} ms`);
       if (err instanceof ApiError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone')) throw new Gone();
@@ -239,10 +298,26 @@ export class Reflector<T extends KubeObject> {
       if (code === 410 || ev.object.reason === 'Expired' || ev.object.reason === 'Gone') throw new Gone();
       throw new ApiError(code ?? 0, ev.object.reason ?? '', `watch error: ${ev.object.message ?? 'unknown'}`);
     }
+    if (this.#arriving) return this.#arrive(this.#arriving, ev);
     const rv = ev.object.metadata?.resourceVersion;
     if (ev.type === 'ADDED' || ev.type === 'MODIFIED') this.#o.handler.upsert(ev.object as T);
     else if (ev.type === 'DELETED') this.#o.handler.remove?.(ev.object as T);
     if (rv) this.#rv = rv;
+  }
+
+  /** An event of a streamed first state: held (or dropped) until the closing bookmark replaces them all. */
+  #arrive(a: Arriving<T>, ev: WatchEvent): void {
+    const m = ev.object.metadata;
+    if (ev.type === 'BOOKMARK') {
+      // Only the closing bookmark moves the resume point: resuming before it would skip the replace.
+      if (m?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !m.resourceVersion) return;
+      this.#arriving = undefined;
+      this.#replaced([...a.held.values()], m.resourceVersion, a.reason);
+      return;
+    }
+    const key = `${m?.namespace ?? ''}/${m?.name ?? ''}`;
+    if (ev.type === 'DELETED') a.held.delete(key);
+    else a.held.set(key, this.#o.handler.retain ? this.#o.handler.retain(ev.object as T) : ev.object as T);
   }
 }
 

@@ -142,7 +142,7 @@ export class PodTable {
   /** The pod as last seen, and whether its files are refused. */
   setView(t: Tracked, pod: PodView, refused: ProjectionError | undefined): void {
     const m = this.#own(t);
-    m.view = slim(pod);
+    m.view = slimView(pod);
     m.refused = refused;
   }
 
@@ -278,8 +278,10 @@ function fingerprintOf(files: readonly ProjectedFile[]): string {
 /**
  * The parts of a pod upsert reads; the watch object itself (status and all) is not kept.
  * Labels, annotations and container resources only when a volume's items may read them.
+ * Upserting the view is upserting the pod: a revisit upserts it again, and a streamed
+ * first list holds only views until it is complete.
  */
-function slim(pod: PodView): PodView {
+export function slimView(pod: PodView): PodView {
   const a = pod.metadata?.annotations ?? {};
   const items = (pod.spec?.volumes ?? []).some((v) => v.csi?.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] !== undefined);
   const keep = [ANNOTATION_VOLUME, ANNOTATION_MIRROR].filter((k) => a[k] !== undefined);

@@ -24,7 +24,7 @@ import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
-import { PodTable, dirOf, filesFor, fingerprintFor, podKey, refusedIn, type PodView, type Tracked } from './podtable.ts';
+import { PodTable, dirOf, filesFor, fingerprintFor, podKey, refusedIn, slimView, type PodView, type Tracked } from './podtable.ts';
 import type { ResourceList } from '../../projections/downwardapi.ts';
 import type { NodeRef } from '../../projections/index.ts';
 import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
@@ -91,6 +91,11 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   /** Resolves when no sync is queued or running. */
   idle(): Promise<void> {
     return this.#queue.idle();
+  }
+
+  /** A streamed first list holds only what upsert reads of each pod until the list is complete. */
+  retain(pod: PodView): PodView {
+    return slimView(pod);
   }
 
   replace(items: PodView[]): void {

@@ -40,18 +40,39 @@ class FakeApi implements ApiClient {
   }
 }
 
-function start(api: FakeApi, opts: { stallMs?: number; resetAfterMs?: number; pacer?: RecoveryPacer; timeoutSeconds?: [number, number] } = {}) {
-  const seen = { replaced: [] as string[][], upserts: [] as string[], removes: [] as string[], starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[] };
+interface StartOptions {
+  stallMs?: number;
+  resetAfterMs?: number;
+  pacer?: RecoveryPacer;
+  timeoutSeconds?: [number, number];
+  /** Default false here: the tests above the streamed-list block are about the watch loop. */
+  streamLists?: boolean;
+}
+
+function start(api: FakeApi, opts: StartOptions = {}) {
+  const seen = {
+    replaced: [] as string[][], replacedItems: [] as Obj[][], upserts: [] as string[], removes: [] as string[],
+    starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[], refused: [] as number[],
+  };
   const r = new Reflector<Obj>({
     resource: 'things',
     path: '/api/v1/things?fieldSelector=x%3Dy',
     client: api,
     handler: {
-      replace: (items) => seen.replaced.push(items.map((i) => i.metadata!.name!)),
+      replace: (items) => {
+        seen.replaced.push(items.map((i) => i.metadata!.name!));
+        seen.replacedItems.push(items);
+      },
       upsert: (o) => seen.upserts.push(o.metadata!.name!),
       remove: (o) => seen.removes.push(o.metadata!.name!),
+      // What a streamed first state holds: a marked copy, so a test can tell it from the event's object.
+      retain: (o) => ({ metadata: o.metadata, v: 1 }),
     },
-    observer: { watchStarted: (r) => seen.starts.push(r), relisted: (r) => seen.relists.push(r), failed: (_e, ms) => seen.backoffs.push(ms) },
+    observer: {
+      watchStarted: (r) => seen.starts.push(r), relisted: (r) => seen.relists.push(r), failed: (_e, ms) => seen.backoffs.push(ms),
+      streamRefused: (e) => seen.refused.push(e.status),
+    },
+    streamLists: opts.streamLists ?? false,
     random: () => 1,
     stallMs: opts.stallMs ?? 60_000,
     backoff: { initialMs: 10, maxMs: 80, resetAfterMs: opts.resetAfterMs ?? 60_000 },
@@ -244,6 +265,114 @@ describe('Reflector', () => {
     expect(seen.starts).toEqual(['initial', 'closed']);
     expect(seen.backoffs).toEqual([]);
     expect(param(api.watchPaths[1]!, 'resourceVersion')).toBe('100');
+  });
+});
+
+describe('Reflector, first state streamed (watch list)', () => {
+  const END = { 'k8s.io/initial-events-end': 'true' };
+  const stream = (opts: StartOptions = {}) => {
+    const api = new FakeApi();
+    return { api, ...start(api, { ...opts, streamLists: true }) };
+  };
+
+  it('asks the watch cache for the first state as events, holds only what retain keeps, replaces once at the closing bookmark and goes on watching', async () => {
+    const { api, r, seen } = stream();
+    await waitFor(() => api.streams.length === 1);
+    const w = api.watchPaths[0]!;
+    for (const [k, v] of [['watch', 'true'], ['sendInitialEvents', 'true'], ['resourceVersionMatch', 'NotOlderThan'], ['resourceVersion', '0'],
+      ['allowWatchBookmarks', 'true'], ['fieldSelector', 'x=y']]) expect(param(w, k!), k).toBe(v);
+    api.send('ADDED', obj('a', '90'));
+    api.send('ADDED', obj('b', '95'));
+    api.send('BOOKMARK', { metadata: { resourceVersion: '97' } }); // a plain bookmark: not the end
+    await new Promise((res) => setTimeout(res, 50));
+    expect(seen.replaced).toEqual([]);
+    expect(seen.upserts).toEqual([]);
+    expect(r.synced).toBe(false);
+    api.send('BOOKMARK', { metadata: { resourceVersion: '100', annotations: END } });
+    await waitFor(() => seen.replaced.length === 1);
+    expect(seen.replaced).toEqual([['a', 'b']]);
+    expect(seen.replacedItems[0]!.every((o) => o.v === 1)).toBe(true);
+    expect(r.synced).toBe(true);
+    expect(seen.relists).toEqual([]); // the first state is not a relist
+    api.send('MODIFIED', obj('a', '101'));
+    await waitFor(() => seen.upserts.length === 1);
+    api.streams[0]!.end(); // the server-side timeout
+    await waitFor(() => api.streams.length === 2);
+    expect(param(api.watchPaths[1]!, 'resourceVersion')).toBe('101');
+    expect(param(api.watchPaths[1]!, 'sendInitialEvents')).toBeNull();
+    expect(api.listPaths).toEqual([]); // one request did the list and the watch
+  });
+
+  it('after 410 streams the first state again from a consistent read, in one request, and counts a relist', async () => {
+    const { api, seen } = stream();
+    await waitFor(() => api.streams.length === 1);
+    api.send('ADDED', obj('a', '90'));
+    api.send('BOOKMARK', { metadata: { resourceVersion: '100', annotations: END } });
+    await waitFor(() => seen.replaced.length === 1);
+    api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    await waitFor(() => api.streams.length === 2);
+    const w = api.watchPaths[1]!;
+    expect(param(w, 'sendInitialEvents')).toBe('true');
+    expect(param(w, 'resourceVersion')).toBeNull(); // unset: a consistent read
+    api.send('ADDED', obj('b', '900'));
+    api.send('BOOKMARK', { metadata: { resourceVersion: '901', annotations: END } });
+    await waitFor(() => seen.replaced.length === 2);
+    expect(seen.replaced[1]).toEqual(['b']);
+    expect(seen.relists).toEqual(['expired']);
+    expect(api.listPaths).toEqual([]);
+  });
+
+  it.each([
+    { how: 'the server ends the stream', cut: (s: PassThrough) => s.end() },
+    { how: 'the connection breaks', cut: (s: PassThrough) => s.destroy(new Error('ECONNRESET')) },
+  ])('when $how before the closing bookmark: replaces nothing, lists for the next attempt, streams again after that', async ({ cut }) => {
+    const { api, r, seen } = stream();
+    api.lists.push(list('500', 'b'));
+    await waitFor(() => api.streams.length === 1);
+    api.send('ADDED', obj('a', '90'));
+    api.send('BOOKMARK', { metadata: { resourceVersion: '95' } });
+    await new Promise((res) => setTimeout(res, 20));
+    cut(api.streams[0]!);
+    await waitFor(() => seen.replaced.length === 1);
+    expect(seen.replaced).toEqual([['b']]); // the listed state, never the partial stream's 'a'
+    expect(r.synced).toBe(true);
+    expect(seen.backoffs).toHaveLength(1);
+    await waitFor(() => api.streams.length === 2);
+    expect(param(api.watchPaths[1]!, 'resourceVersion')).toBe('500'); // from the list, not the stream's bookmark
+    api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    await waitFor(() => api.streams.length === 3);
+    expect(param(api.watchPaths[2]!, 'sendInitialEvents')).toBe('true');
+    expect(api.listPaths).toHaveLength(1);
+  });
+
+  it.each([422, 400])('lists from then on, without a backoff, when the server refuses the stream with %i (a server without WatchList)', async (status) => {
+    const api = new FakeApi();
+    api.watchFailures.push(new ApiError(status, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden'));
+    api.lists.push(list('100', 'a'), list('900', 'b'));
+    const { seen } = start(api, { streamLists: true });
+    await waitFor(() => seen.replaced.length === 1);
+    expect(seen.refused).toEqual([status]);
+    expect(seen.backoffs).toEqual([]);
+    expect(param(api.listPaths[0]!, 'resourceVersion')).toBe('0'); // still the first list, from the watch cache
+    await waitFor(() => api.streams.length === 1);
+    api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    await waitFor(() => seen.replaced.length === 2);
+    expect(api.listPaths).toHaveLength(2);
+    expect(api.watchPaths.filter((p) => param(p, 'sendInitialEvents') !== null)).toHaveLength(1); // only the refused one
+    expect(seen.refused).toEqual([status]);
+  });
+
+  it('holds the last of several events for one object in the first state, and drops one deleted before the closing bookmark', async () => {
+    const { api, seen } = stream();
+    await waitFor(() => api.streams.length === 1);
+    api.send('ADDED', { metadata: { name: 'a', namespace: 'n1', uid: 'a1', resourceVersion: '1' } });
+    api.send('ADDED', { metadata: { name: 'a', namespace: 'n2', uid: 'a2', resourceVersion: '2' } }); // same name, other namespace
+    api.send('MODIFIED', { metadata: { name: 'a', namespace: 'n1', uid: 'a1', resourceVersion: '3' } });
+    api.send('ADDED', obj('gone', '4'));
+    api.send('DELETED', obj('gone', '5'));
+    api.send('BOOKMARK', { metadata: { resourceVersion: '6', annotations: END } });
+    await waitFor(() => seen.replaced.length === 1);
+    expect(seen.replacedItems[0]!.map((o) => [o.metadata!.uid, o.metadata!.resourceVersion])).toEqual([['a1', '3'], ['a2', '2']]);
   });
 });
 

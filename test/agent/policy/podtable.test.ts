@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { PodTable, dirOf } from '../../../agent/policy/podtable.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { admit } from '../../../agent/policy/admission.ts';
+import { PodTable, dirOf, slimView, type PodView } from '../../../agent/policy/podtable.ts';
 import type { ResolvedVolume } from '../../../agent/volume/resolve.ts';
 
 /** A table whose directory watches and gauges are plain records, to look at after each step. */
@@ -59,5 +61,61 @@ describe('PodTable', () => {
     expect(t.onDisk('shared')).toBeUndefined(); // b does not inherit it silently
     t.setDisk('b', b, 'disk-b');
     expect(t.onDisk('disk-b')?.uid).toBe('b');
+  });
+});
+
+describe('slimView (what the table keeps of a pod, and what a streamed first list holds)', () => {
+  const DRIVER = 'ownerrefs.dev';
+  const items = JSON.stringify({
+    items: [
+      { path: 'ownerReferences', fieldRef: { fieldPath: 'metadata.ownerReferences' } },
+      { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+      { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations' } },
+      { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
+      { path: 'cpu', resourceFieldRef: { containerName: 'app', resource: 'limits.cpu', divisor: '1m' } },
+      { path: 'init-mem', resourceFieldRef: { containerName: 'init', resource: 'requests.memory' } },
+    ],
+  });
+  const owners = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5d4f', uid: 'rs-1', controller: true, blockOwnerDeletion: true }];
+  // The pod as the API server sends it: status, managedFields, a full container spec.
+  const full = (over: { annotations?: Record<string, string>; optIn?: false; volumes?: unknown[] } = {}) => ({
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: {
+      name: 'web-5d4f-x', namespace: 'shop', uid: 'u-1', resourceVersion: '77', generateName: 'web-5d4f-',
+      labels: { app: 'web', 'pod-template-hash': '5d4f' }, annotations: { ...(over.optIn === false ? {} : { 'ownerrefs.dev/volume': 'podinfo' }), note: 'x', ...over.annotations },
+      ownerReferences: owners,
+      managedFields: [{ manager: 'kube-controller-manager', operation: 'Update', fieldsV1: { 'f:metadata': {} } }],
+    },
+    spec: {
+      nodeName: 'n1',
+      containers: [{ name: 'app', image: 'busybox', env: [{ name: 'A', value: 'b' }], resources: { limits: { cpu: '250m' }, requests: { memory: '64Mi' } } }],
+      initContainers: [{ name: 'init', image: 'busybox', resources: { requests: { memory: '32Mi' } } }],
+      volumes: over.volumes ?? [{ name: 'podinfo', emptyDir: {} }],
+    },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }], podIP: '10.0.0.7' },
+  }) as unknown as PodView;
+
+  const cases: { name: string; pod: PodView }[] = [
+    { name: 'an annotated pod with an emptyDir volume', pod: full() },
+    { name: 'a pod with a CSI volume of downwardAPI items (labels, annotations, container resources)', pod: full({
+      optIn: false,
+      volumes: [{ name: 'podinfo', csi: { driver: DRIVER, volumeAttributes: { downwardAPI: items } } }, { name: 'plain', csi: { driver: DRIVER } }],
+    }) },
+    { name: 'a mirror pod of a static pod', pod: full({ annotations: { 'kubernetes.io/config.mirror': 'abc123' } }) },
+    { name: 'a pod that did not opt in', pod: full({ optIn: false }) },
+  ];
+  const every = { ...DEFAULT_SETTINGS, envFile: true, dependentsFile: true, nodeFile: true, followOwners: true };
+  const options = {
+    kubeletRoot: '/var/lib/kubelet', settings: every, maxBytes: 1 << 20, csiDriver: DRIVER, allocatable: { cpu: '4', memory: '8Gi' },
+    context: { node: { name: 'n1', uid: 'node-1' }, chain: { items: owners, end: { reason: 'Top' as const, message: '' } } },
+  };
+
+  it.each(cases)('admits $name exactly as the whole pod', ({ pod: p }) => {
+    const slim = slimView(p);
+    expect(admit(slim, options)).toEqual(admit(p, options));
+    expect(slimView(slim)).toEqual(slim); // a held view upserted again is kept as it is
+    expect(slim).not.toHaveProperty('status');
+    expect(slim.metadata).not.toHaveProperty('managedFields');
+    expect(JSON.stringify(slim)).not.toContain('busybox'); // containers: their names and resources at most
   });
 });
