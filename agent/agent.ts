@@ -76,6 +76,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
       metrics.watchStarts.inc({ resource, reason });
       log.debug({ [F.resource]: resource, [F.reason]: reason }, 'watch started');
     },
+    synced: (how: 'stream' | 'list') => metrics.firstStates.inc({ resource, how }),
     relisted: (reason: RestartReason) => {
       metrics.relists.inc({ resource, reason });
       log.info({ [F.resource]: resource, [F.reason]: reason }, 'relisted');

@@ -73,7 +73,7 @@ export interface AgentProcess {
 }
 
 /** Series a failure report shows: is the agent connected, how often did it reconnect or relist, what did it ask. */
-const REPORTED_METRICS = ['ownerrefs_watch_starts_total', 'ownerrefs_relists_total', 'ownerrefs_api_requests_total', 'ownerrefs_pods_tracked', 'ownerrefs_volumes_tracked'];
+const REPORTED_METRICS = ['ownerrefs_watch_starts_total', 'ownerrefs_relists_total', 'ownerrefs_first_states_total', 'ownerrefs_api_requests_total', 'ownerrefs_pods_tracked', 'ownerrefs_volumes_tracked'];
 const REPORTED_LOG_LINES = 60;
 
 const running = new Set<ChildProcess>();

@@ -59,6 +59,8 @@ export type RestartReason = 'initial' | 'timeout' | 'closed' | 'expired' | 'erro
 export interface ReflectorObserver {
   watchStarted?(reason: RestartReason): void;
   relisted?(reason: RestartReason): void;
+  /** A complete first state (the first or a relist) was handed to replace. */
+  synced?(how: 'stream' | 'list', reason: RestartReason): void;
   failed?(err: unknown, backoffMs: number): void;
   /** The server refused a streamed first state: this reflector lists from now on. */
   streamRefused?(err: ApiError): void;
@@ -223,14 +225,15 @@ export class Reflector<T extends KubeObject> {
     const path = reason === 'initial' ? `${this.#o.path}${sep(this.#o.path)}resourceVersion=0` : this.#o.path;
     const list = await this.#o.client.json<{ items: T[]; metadata: { resourceVersion: string } }>('GET', path);
     if (signal.aborted) return;
-    this.#replaced(list.items ?? [], list.metadata.resourceVersion, reason);
+    this.#replaced(list.items ?? [], list.metadata.resourceVersion, reason, 'list');
     if (this.#first === 'list-once') this.#first = 'stream';
   }
 
-  #replaced(items: T[], rv: string, reason: RestartReason): void {
+  #replaced(items: T[], rv: string, reason: RestartReason, how: 'stream' | 'list'): void {
     this.#o.handler.replace(items);
     this.#rv = rv;
     this.#synced = true;
+    this.#o.observer.synced?.(how, reason);
     if (reason !== 'initial') this.#o.observer.relisted?.(reason);
   }
 
@@ -312,7 +315,7 @@ export class Reflector<T extends KubeObject> {
       // Only the closing bookmark moves the resume point: resuming before it would skip the replace.
       if (m?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !m.resourceVersion) return;
       this.#arriving = undefined;
-      this.#replaced([...a.held.values()], m.resourceVersion, a.reason);
+      this.#replaced([...a.held.values()], m.resourceVersion, a.reason, 'stream');
       return;
     }
     const key = `${m?.namespace ?? ''}/${m?.name ?? ''}`;

@@ -20,6 +20,13 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly firstStates = new Counter({
+    name: 'ownerrefs_first_states_total',
+    help: 'Complete first states (the first and each relist) by resource and how they were read: stream (one watch with sendInitialEvents) or list.',
+    labelNames: ['resource', 'how'] as const,
+    registers: [this.registry],
+  });
+
   readonly apiRequests = new Counter({
     name: 'ownerrefs_api_requests_total',
     help: 'Requests the agent made to the API server, by verb and status code.',

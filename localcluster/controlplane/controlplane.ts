@@ -55,6 +55,8 @@ export interface ControlPlaneOptions {
    * (exec, logs) through a loopback proxy, since they listen on 127.0.0.1 only.
    */
   realNodes?: boolean;
+  /** kube-apiserver's --feature-gates, e.g. "WatchList=false" to stand in for a 1.33 server. */
+  apiserverFeatureGates?: string;
 }
 
 export interface ControlPlanePids {
@@ -204,6 +206,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
       '--profiling=false',
       '--shutdown-watch-termination-grace-period=2s',
       ...kubeletArgs,
+      ...(opts.apiserverFeatureGates ? [`--feature-gates=${opts.apiserverFeatureGates}`] : []),
     ],
   };
   const cmSpec: SpawnSpec = {

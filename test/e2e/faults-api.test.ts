@@ -87,6 +87,10 @@ describe('API faults', () => {
       }
       await converge(generation, 'after the relist');
       expect(await relists()).toBeGreaterThan(before);
+      // This API server streams lists (WatchList, on by default since 1.34): the first state
+      // and the relist were each one watch, never a list.
+      expect(await e.agent.metric('ownerrefs_first_states_total', 'resource="pods",how="stream"')).toBeGreaterThanOrEqual(2);
+      expect(await e.agent.metric('ownerrefs_first_states_total', 'resource="pods",how="list"')).toBe(0);
     });
   });
 

@@ -15,8 +15,12 @@ import { waitFor } from '../../localcluster/wait.ts';
 class OneStream implements ApiClient {
   readonly stream$ = new PassThrough();
   async json<T>(): Promise<T> { return { items: [], metadata: { resourceVersion: '1' } } as T; }
-  async stream(_p: string, signal: AbortSignal): Promise<IncomingMessage> {
+  async stream(p: string, signal: AbortSignal): Promise<IncomingMessage> {
     signal.addEventListener('abort', () => this.stream$.destroy(), { once: true });
+    // A streamed first state asked for: an empty one, then the watch goes on.
+    if (p.includes('sendInitialEvents=true')) {
+      this.stream$.write(JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '1', annotations: { 'k8s.io/initial-events-end': 'true' } } } }) + '\n');
+    }
     return this.stream$ as unknown as IncomingMessage;
   }
 }

@@ -42,6 +42,8 @@ export interface E2EOptions {
   agentArgs?: string[];
   /** Run on a control plane of this file's own, with a node of this name. */
   privateControlPlane?: string;
+  /** With privateControlPlane: the API server's --feature-gates. */
+  apiserverFeatureGates?: string;
   proxy?: boolean;
 }
 
@@ -53,7 +55,8 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
   const logsDir = () => e.cp?.logsDir ?? clusterInfo().logsDir;
   beforeAll(async () => {
     if (opts.privateControlPlane) {
-      e.cp = await startControlPlane({ binDir: clusterInfo().binDir, workDir: await newWorkDir(), nodeName: opts.privateControlPlane });
+      e.cp = await startControlPlane({ binDir: clusterInfo().binDir, workDir: await newWorkDir(), nodeName: opts.privateControlPlane,
+        ...(opts.apiserverFeatureGates ? { apiserverFeatureGates: opts.apiserverFeatureGates } : {}) });
       e.kc = new KubeConfig();
       e.kc.loadFromFile(e.cp.kubeconfigPath);
       e.nodeName = opts.privateControlPlane;

@@ -52,7 +52,7 @@ interface StartOptions {
 function start(api: FakeApi, opts: StartOptions = {}) {
   const seen = {
     replaced: [] as string[][], replacedItems: [] as Obj[][], upserts: [] as string[], removes: [] as string[],
-    starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[], refused: [] as number[],
+    starts: [] as RestartReason[], relists: [] as RestartReason[], backoffs: [] as number[], refused: [] as number[], hows: [] as string[],
   };
   const r = new Reflector<Obj>({
     resource: 'things',
@@ -70,7 +70,7 @@ function start(api: FakeApi, opts: StartOptions = {}) {
     },
     observer: {
       watchStarted: (r) => seen.starts.push(r), relisted: (r) => seen.relists.push(r), failed: (_e, ms) => seen.backoffs.push(ms),
-      streamRefused: (e) => seen.refused.push(e.status),
+      streamRefused: (e) => seen.refused.push(e.status), synced: (how) => seen.hows.push(how),
     },
     streamLists: opts.streamLists ?? false,
     random: () => 1,
@@ -294,6 +294,7 @@ describe('Reflector, first state streamed (watch list)', () => {
     expect(seen.replacedItems[0]!.every((o) => o.v === 1)).toBe(true);
     expect(r.synced).toBe(true);
     expect(seen.relists).toEqual([]); // the first state is not a relist
+    expect(seen.hows).toEqual(['stream']);
     api.send('MODIFIED', obj('a', '101'));
     await waitFor(() => seen.upserts.length === 1);
     api.streams[0]!.end(); // the server-side timeout
@@ -319,6 +320,7 @@ describe('Reflector, first state streamed (watch list)', () => {
     await waitFor(() => seen.replaced.length === 2);
     expect(seen.replaced[1]).toEqual(['b']);
     expect(seen.relists).toEqual(['expired']);
+    expect(seen.hows).toEqual(['stream', 'stream']);
     expect(api.listPaths).toEqual([]);
   });
 
@@ -335,6 +337,7 @@ describe('Reflector, first state streamed (watch list)', () => {
     cut(api.streams[0]!);
     await waitFor(() => seen.replaced.length === 1);
     expect(seen.replaced).toEqual([['b']]); // the listed state, never the partial stream's 'a'
+    expect(seen.hows).toEqual(['list']);
     expect(r.synced).toBe(true);
     expect(seen.backoffs).toHaveLength(1);
     await waitFor(() => api.streams.length === 2);
@@ -360,6 +363,7 @@ describe('Reflector, first state streamed (watch list)', () => {
     expect(api.listPaths).toHaveLength(2);
     expect(api.watchPaths.filter((p) => param(p, 'sendInitialEvents') !== null)).toHaveLength(1); // only the refused one
     expect(seen.refused).toEqual([status]);
+    expect(seen.hows).toEqual(['list', 'list']);
   });
 
   it('holds the last of several events for one object in the first state, and drops one deleted before the closing bookmark', async () => {
