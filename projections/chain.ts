@@ -43,10 +43,13 @@ export interface NodeRef {
   uid: string;
 }
 
+const CHAIN_KIND = goString('ControllerChain');
+const CHAIN_API_VERSION = goString('ownerrefs.dev/v1');
+
 export function renderChainJson(chain: ControllerChain): string {
   return goObject([
-    ['kind', goString('ControllerChain')],
-    ['apiVersion', goString('ownerrefs.dev/v1')],
+    ['kind', CHAIN_KIND],
+    ['apiVersion', CHAIN_API_VERSION],
     ['items', goArray(chain.items.map((o) => encodeOwner(o, true)))],
     ['end', goObject([['reason', goString(chain.end.reason)], ['message', goString(chain.end.message)]])],
   ]);
@@ -59,9 +62,9 @@ export function renderChainJson(chain: ControllerChain): string {
  * so an agent restart or a failing read never turns a known workload into []. Undefined
  * for a settled chain, or one that knows no item.
  */
-export function keepWhileUnsettled(chain: ControllerChain, chainPath: string): { chain: KeepRule; workload: KeepRule } | undefined {
+export function keepWhileUnsettled(chain: ControllerChain, chainPath: string, rendered?: string): { chain: KeepRule; workload: KeepRule } | undefined {
   if ((chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable') || chain.items.length === 0) return undefined;
-  const full = renderChainJson(chain);
+  const full = rendered ?? renderChainJson(chain); // the caller's renderChainJson(chain), if it has it
   const known = full.slice(0, full.lastIndexOf('],"end":')); // the end object's strings cannot hold '"' unescaped
   const group = 'controllerChain';
   return {

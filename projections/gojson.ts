@@ -58,9 +58,34 @@ export function goString(s: string): string {
 /** One `"key":value` member; the value is already encoded. */
 export type Member = readonly [key: string, encoded: string];
 
-/** A compact object with members in the given order, as Go emits struct fields. */
+/**
+ * Member names already encoded. Our struct field names are a few constants; map keys
+ * (labels, annotations) pass through too, so the table is bounded.
+ */
+const encodedKeys = new Map<string, string>();
+const MAX_ENCODED_KEYS = 128;
+
+function encodedKey(k: string): string {
+  let e = encodedKeys.get(k);
+  if (e === undefined) {
+    e = goString(k);
+    if (encodedKeys.size < MAX_ENCODED_KEYS) encodedKeys.set(k, e);
+  }
+  return e;
+}
+
+/**
+ * A compact object with members in the given order, as Go emits struct fields. An indexed
+ * loop, not map/join over destructured pairs: the agent's V8 runs without its optimising
+ * compilers, where each destructuring allocates an iterator and a result per element.
+ */
 export function goObject(members: readonly Member[]): string {
-  return '{' + members.map(([k, v]) => goString(k) + ':' + v).join(',') + '}';
+  let out = '{';
+  for (let i = 0; i < members.length; i++) {
+    const m = members[i]!;
+    out += (i === 0 ? '' : ',') + encodedKey(m[0]) + ':' + m[1];
+  }
+  return out + '}';
 }
 
 /** A compact array; Go writes an empty (non-nil) slice as []. */

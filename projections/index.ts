@@ -49,8 +49,9 @@ export function project(pod: PodMeta, opts: ProjectionOptions = DEFAULT_PROJECTI
   if (opts.dependentsFile) files.push(file(FILES.dependents, renderDependentsJson(owners)));
   if (opts.nodeFile && ctx.node) files.push(file(FILES.node, renderNodeOwnerJson(ctx.node)));
   if (opts.followOwners && ctx.chain) {
-    const keep = keepWhileUnsettled(ctx.chain, FILES.chain);
-    files.push(file(FILES.chain, renderChainJson(ctx.chain), keep?.chain));
+    const chainJson = renderChainJson(ctx.chain);
+    const keep = keepWhileUnsettled(ctx.chain, FILES.chain, chainJson);
+    files.push(file(FILES.chain, chainJson, keep?.chain));
     files.push(file(FILES.workload, renderWorkloadJson(ctx.chain), keep?.workload));
   }
   files.push(file(FILES.ownerReferences, json));

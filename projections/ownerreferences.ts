@@ -2,25 +2,21 @@
 // byte-for-byte what Go's json.Marshal gives for that wrapper around
 // []metav1.OwnerReference (field order and omitempty as in the Go struct tags).
 
-import { goArray, goObject, goString, type Member } from './gojson.ts';
+import { goArray, goObject, goString } from './gojson.ts';
 import type { OwnerReference } from './types.ts';
 
 /** Encode one owner; `full` keeps controller/blockOwnerDeletion (when present on the pod). */
 export function encodeOwner(o: OwnerReference, full: boolean): string {
-  const members: Member[] = [
-    ['apiVersion', goString(o.apiVersion ?? '')],
-    ['kind', goString(o.kind ?? '')],
-    ['name', goString(o.name ?? '')],
-    ['uid', goString(o.uid ?? '')],
-  ];
+  // Written out rather than through goObject: every file of every pod encodes its owners,
+  // and this allocates only the result.
+  let out = '{"apiVersion":' + goString(o.apiVersion ?? '') + ',"kind":' + goString(o.kind ?? '') +
+    ',"name":' + goString(o.name ?? '') + ',"uid":' + goString(o.uid ?? '');
   if (full) {
     // *bool omitempty: nil is omitted, a pointer to false is written.
-    if (typeof o.controller === 'boolean') members.push(['controller', String(o.controller)]);
-    if (typeof o.blockOwnerDeletion === 'boolean') {
-      members.push(['blockOwnerDeletion', String(o.blockOwnerDeletion)]);
-    }
+    if (typeof o.controller === 'boolean') out += ',"controller":' + String(o.controller);
+    if (typeof o.blockOwnerDeletion === 'boolean') out += ',"blockOwnerDeletion":' + String(o.blockOwnerDeletion);
   }
-  return goObject(members);
+  return out + '}';
 }
 
 /** The KEP document as a string (no trailing newline; empty owners give "items":[]). */

@@ -9,6 +9,7 @@
 // get the pod's files; a CSI volume carrying downwardAPI items (the webhook's rewrite of
 // KEP syntax) gets its own, or a refusal when its items cannot be served.
 
+import { createHash } from 'node:crypto';
 import type { ProjectionError } from '../common/errors.ts';
 import type { DownwardPod } from '../../projections/downwardapi.ts';
 import type { InvolvedObject } from '../kube/events.ts';
@@ -271,8 +272,16 @@ export function podKey(t: Tracked): string {
   return `${t.pod.namespace ?? ''}/${t.pod.name}`;
 }
 
+/**
+ * Identifies a list of files (paths, modes, bytes, in order): equal lists, equal strings.
+ * A digest rather than the bytes themselves: each pod keeps one, and making it allocated
+ * a copy of every file. SHA-256, so that no pod author can make two lists collide.
+ */
 function fingerprintOf(files: readonly ProjectedFile[]): string {
-  return files.map((f) => `${f.path}\0${f.mode}\0${f.bytes.toString('latin1')}`).join('\0\0');
+  if (files.length === 0) return '';
+  const h = createHash('sha256');
+  for (const f of files) h.update(`${f.path}\0${f.mode}\0${f.bytes.length}\0`).update(f.bytes);
+  return h.digest('base64');
 }
 
 /**
