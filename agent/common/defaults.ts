@@ -17,6 +17,12 @@ export const RESYNC_MS = 60_000;
 export const MAX_BYTES = 256 * 1024;
 /** --concurrency: volumes written in parallel. */
 export const CONCURRENCY = 4;
+/**
+ * Pods of a first state (or relist) rendered before the event loop gets a turn. Rendering
+ * 1,000 pods in one go with every feature on let V8's young generation grow to 14 MiB while
+ * a major GC could not finish (docs/PERFORMANCE.md); slices keep it at its 2 MiB bound.
+ */
+export const FIRST_STATE_SLICE = 100;
 /** --ready-down-seconds: /readyz fails once the pod watch has been down this long. */
 export const READY_DOWN_MS = 60_000;
 

@@ -31,7 +31,8 @@ import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
 import { OwnerFollowing } from './following.ts';
 import { FailureReporter } from './reporter.ts';
 import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from '../volume/resolve.ts';
-import { CONCURRENCY, MAX_BYTES } from '../common/defaults.ts';
+import { CONCURRENCY, FIRST_STATE_SLICE, MAX_BYTES } from '../common/defaults.ts';
+import { Slices } from './slices.ts';
 import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
 
 export interface ReconcilerOptions {
@@ -67,6 +68,8 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   #settings: NodeSettings = DEFAULT_SETTINGS;
   #allocatable: ResourceList = {};
   readonly #following: OwnerFollowing;
+  /** The pods of the last first state that are not rendered yet. */
+  readonly #first = new Slices<PodView>({ size: FIRST_STATE_SLICE, apply: (pod) => this.#upsertOne(pod) });
 
   constructor(opts: ReconcilerOptions) {
     if (!path.isAbsolute(opts.kubeletRoot)) throw new Error(`kubelet root must be absolute, got ${JSON.stringify(opts.kubeletRoot)}`);
@@ -88,8 +91,9 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     return this.#settings;
   }
 
-  /** Resolves when no sync is queued or running. */
-  idle(): Promise<void> {
+  /** Resolves when the last first state is rendered and no sync is queued or running. */
+  async idle(): Promise<void> {
+    await this.#first.done();
     return this.#queue.idle();
   }
 
@@ -110,19 +114,23 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       }
     }
     for (const uid of this.#claims.pods()) if (!seen.has(uid)) this.#gone(uid);
-    for (const pod of items) this.#upsertOne(pod);
+    // Rendered in slices (slices.ts); a pod's own event meanwhile supersedes its listed view.
+    this.#first.start(new Map(items.filter((p) => p.metadata?.uid).map((p) => [p.metadata!.uid!, p])));
   }
 
   upsert(pod: PodView): void {
     const uid = pod.metadata?.uid;
     if (!uid) return;
+    this.#first.supersede(uid);
     const affected = this.#claims.see(uid, pod.metadata?.annotations?.[ANNOTATION_MIRROR]);
     this.#upsertOne(pod);
     this.#revisit(affected);
   }
 
   remove(pod: PodView): void {
-    if (pod.metadata?.uid) this.#gone(pod.metadata.uid);
+    if (!pod.metadata?.uid) return;
+    this.#first.supersede(pod.metadata.uid);
+    this.#gone(pod.metadata.uid);
   }
 
   #gone(uid: string): void {
@@ -248,6 +256,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   }
 
   async close(): Promise<void> {
+    this.#first.cancel();
     this.#published.close();
     await this.#queue.drain();
     await this.#dirs.close();

@@ -21,6 +21,19 @@ describe('Reconciler', () => {
     expect(readdirSync(vol).sort()).toEqual([FILES.dependents, FILES.ownerReferences, FILES.env].sort());
   });
 
+  it('renders a large first state in slices, and a pod event that arrives meanwhile wins over the listed view', async () => {
+    const k = agentKit();
+    const listed = Array.from({ length: 250 }, () => pod({ owners: [owner({ name: 'listed' })] }));
+    const vols = listed.map((p) => makeVolume(k.root, p.metadata!.uid!));
+    const last = listed.at(-1)!;
+    k.reconciler.replace(listed);
+    // Newer than the list, and before the last slice of it is rendered.
+    k.reconciler.upsert({ ...last, metadata: { ...last.metadata, ownerReferences: [owner({ name: 'newer' })] } });
+    await k.reconciler.idle();
+    expect(read(vols.at(-1)!)).toContain('"name":"newer"');
+    for (const v of vols.slice(0, -1)) expect(read(v)).toContain('"name":"listed"');
+  });
+
   it('ignores pods without the annotation', async () => {
     const k = agentKit();
     const p = pod({ annotation: undefined });
