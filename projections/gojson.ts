@@ -58,10 +58,7 @@ export function goString(s: string): string {
 /** One `"key":value` member; the value is already encoded. */
 export type Member = readonly [key: string, encoded: string];
 
-/**
- * Member names already encoded. Our struct field names are a few constants; map keys
- * (labels, annotations) pass through too, so the table is bounded.
- */
+/** Member names already encoded: goObject is given our struct field names, a few constants (bounded all the same). */
 const encodedKeys = new Map<string, string>();
 const MAX_ENCODED_KEYS = 128;
 

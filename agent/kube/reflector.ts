@@ -113,6 +113,8 @@ type FirstState = 'stream' | 'list-once' | 'list';
 interface Arriving<T> {
   readonly reason: RestartReason;
   readonly held: Map<string, T>;
+  /** The server answered the request (a failure before that says nothing about streaming). */
+  answered: boolean;
 }
 
 export class Reflector<T extends KubeObject> {
@@ -187,13 +189,16 @@ export class Reflector<T extends KubeObject> {
         this.#ended();
         if (signal.aborted) break;
         if (this.#arriving) {
+          const answered = this.#arriving.answered;
           this.#arriving = undefined; // a partial first state is never replaced
           if (err instanceof ApiError && (err.status === 422 || err.status === 400)) {
             this.#first = 'list';
             this.#o.observer.streamRefused?.(err);
             continue; // a server without the feature, not a failing one: list now, no backoff
           }
-          if (this.#first === 'stream') this.#first = 'list-once';
+          // Only a stream the server began and did not finish: a refused connection or a
+          // server still starting says nothing about streaming, and the retry streams again.
+          if (answered && this.#first === 'stream') this.#first = 'list-once';
         }
         recovering = true;
         if (err instanceof Gone) {
@@ -243,8 +248,9 @@ export class Reflector<T extends KubeObject> {
     const timeout = Math.floor(lo + this.#o.random() * (hi - lo));
     this.#timeoutMs = timeout * 1000;
     let from = `resourceVersion=${encodeURIComponent(this.#rv ?? '')}`;
+    this.#arriving = undefined;
     if (this.#rv === undefined) {
-      this.#arriving = { reason, held: new Map() };
+      this.#arriving = { reason, held: new Map(), answered: false };
       // From the watch cache at first, as the list would be; after a failure, a consistent read.
       from = `sendInitialEvents=true&resourceVersionMatch=NotOlderThan${reason === 'initial' ? '&resourceVersion=0' : ''}`;
     }
@@ -265,7 +271,9 @@ export class Reflector<T extends KubeObject> {
     try {
       const res = await this.#o.client.stream(path, ac.signal);
       this.#connectedAt = this.#o.clock.now();
-      this.#downSince = undefined;
+      // Up again once it watches: for a streamed first state, at its closing bookmark.
+      if (this.#arriving) this.#arriving.answered = true;
+      else this.#downSince = undefined;
       await this.#consume(res, armStall);
       if (this.#arriving) throw new Unfinished(`the ${this.#o.resource} watch ended before its first state was complete`);
     } catch (err) {
@@ -315,6 +323,7 @@ export class Reflector<T extends KubeObject> {
       // Only the closing bookmark moves the resume point: resuming before it would skip the replace.
       if (m?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !m.resourceVersion) return;
       this.#arriving = undefined;
+      this.#downSince = undefined;
       this.#replaced([...a.held.values()], m.resourceVersion, a.reason, 'stream');
       return;
     }

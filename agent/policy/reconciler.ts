@@ -69,7 +69,12 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   #allocatable: ResourceList = {};
   readonly #following: OwnerFollowing;
   /** The pods of the last first state that are not rendered yet. */
-  readonly #first = new Slices<PodView>({ size: FIRST_STATE_SLICE, apply: (pod) => this.#upsertOne(pod) });
+  readonly #first = new Slices<PodView>({
+    size: FIRST_STATE_SLICE,
+    apply: (pod) => this.#upsertOne(pod),
+    failed: (pod, err) => this.#o.log.error({ [F.pod]: `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`, [F.podUID]: pod.metadata?.uid, [F.err]: err },
+      'rendering a pod of the first state failed; the pod waits for its next event'),
+  });
 
   constructor(opts: ReconcilerOptions) {
     if (!path.isAbsolute(opts.kubeletRoot)) throw new Error(`kubelet root must be absolute, got ${JSON.stringify(opts.kubeletRoot)}`);
@@ -144,8 +149,13 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   #revisit(uids: string[]): void {
     for (const other of uids) {
       const t = this.#pods.get(other);
-      if (t) this.#upsertOne(t.view);
+      if (t) this.#again(other, t);
     }
+  }
+
+  /** Renders a tracked pod again from its newest view: a listed one still waiting in a slice, or the one it has. */
+  #again(uid: string, t: Tracked): void {
+    this.#upsertOne(this.#first.take(uid) ?? t.view);
   }
 
   #upsertOne(pod: PodView): void {
@@ -200,12 +210,12 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   ownerChanged(ownerUid: string): void {
     for (const uid of this.#following.dependentsOf(ownerUid)) {
       const t = this.#pods.get(uid);
-      if (t) this.#upsertOne(t.view);
+      if (t) this.#again(uid, t);
     }
   }
 
   #revisitAll(): void {
-    for (const [, t] of [...this.#pods.entries()]) this.#upsertOne(t.view);
+    for (const [uid, t] of [...this.#pods.entries()]) this.#again(uid, t);
   }
 
   /**
@@ -215,7 +225,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
   setAllocatable(next: ResourceList): void {
     if (JSON.stringify(next) === JSON.stringify(this.#allocatable)) return;
     this.#allocatable = next;
-    for (const [, t] of [...this.#pods.entries()]) if (t.volumeFiles.size > 0) this.#upsertOne(t.view);
+    for (const [uid, t] of [...this.#pods.entries()]) if (t.volumeFiles.size > 0) this.#again(uid, t);
   }
 
   /** Verify every tracked volume on disk (periodic backstop for missed inotify events). */

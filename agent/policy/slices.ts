@@ -6,13 +6,17 @@
 //   start(items)     the first slice now, the rest on later turns; replaces a run in progress
 //   supersede(key)   a newer version of `key` was applied directly (a watch event, a CSI
 //                    GET): its pending one is dropped, never applied over the newer one
+//   take(key)        the pending item, removed: for a caller about to apply that key itself
 //   done()           resolves once nothing is pending
 //
-// Items are applied in the order given, each at most once.
+// Items are applied in the order given, each at most once. An item whose apply throws is
+// reported and the rest are still applied: one bad item never stops a first state.
 
 export interface SlicesOptions<T> {
   size: number;
   apply(item: T): void;
+  /** An apply threw (a defect: apply handles what it expects); the item is dropped. */
+  failed(item: T, err: unknown): void;
   /** One turn of the event loop (default: setImmediate). */
   turn?: () => Promise<void>;
 }
@@ -41,6 +45,12 @@ export class Slices<T> {
     this.#pending.delete(key);
   }
 
+  take(key: string): T | undefined {
+    const item = this.#pending.get(key);
+    this.#pending.delete(key);
+    return item;
+  }
+
   async done(): Promise<void> {
     while (this.#running) await this.#running;
   }
@@ -66,7 +76,11 @@ export class Slices<T> {
     for (const [key, item] of this.#pending) {
       if (n++ >= this.#o.size) break;
       this.#pending.delete(key);
-      this.#o.apply(item);
+      try {
+        this.#o.apply(item);
+      } catch (err) {
+        this.#o.failed(item, err);
+      }
     }
   }
 }

@@ -348,6 +348,30 @@ describe('Reflector, first state streamed (watch list)', () => {
     expect(api.listPaths).toHaveLength(1);
   });
 
+  it('streams again after a failure before the server answered (a refused connection says nothing about streaming)', async () => {
+    const api = new FakeApi();
+    api.watchFailures.push(new Error('ECONNREFUSED'), new Error('ECONNREFUSED'));
+    const { seen } = start(api, { streamLists: true });
+    await waitFor(() => api.streams.length === 1);
+    expect(api.listPaths).toEqual([]);
+    expect(api.watchPaths.map((p) => param(p, 'sendInitialEvents'))).toEqual(['true', 'true', 'true']);
+    expect(seen.backoffs).toHaveLength(2);
+  });
+
+  it('counts the watch as down until a streamed first state is complete, not from its response headers', async () => {
+    const api = new FakeApi();
+    for (let i = 0; i < 3; i++) api.watchFailures.push(new Error('ECONNREFUSED'));
+    const { r, seen } = start(api, { streamLists: true });
+    await waitFor(() => api.streams.length === 1); // connected, first state not complete
+    const down = r.downForMs();
+    expect(down).toBeGreaterThan(0);
+    await new Promise((res) => setTimeout(res, 30));
+    expect(r.downForMs()).toBeGreaterThan(down);
+    api.send('BOOKMARK', { metadata: { resourceVersion: '100', annotations: END } });
+    await waitFor(() => seen.replaced.length === 1);
+    expect(r.downForMs()).toBe(0);
+  });
+
   it.each([422, 400])('lists from then on, without a backoff, when the server refuses the stream with %i (a server without WatchList)', async (status) => {
     const api = new FakeApi();
     api.watchFailures.push(new ApiError(status, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden'));

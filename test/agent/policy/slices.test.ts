@@ -5,12 +5,20 @@ import { Slices } from '../../../agent/policy/slices.ts';
 function manual(size: number) {
   const applied: string[] = [];
   const waiting: (() => void)[] = [];
-  const s = new Slices<string>({ size, apply: (x) => applied.push(x), turn: () => new Promise((r) => waiting.push(r)) });
+  const failed: string[] = [];
+  const s = new Slices<string>({
+    size, turn: () => new Promise((r) => waiting.push(r)),
+    apply: (x) => {
+      if (x.startsWith('bad')) throw new Error(`cannot apply ${x}`);
+      applied.push(x);
+    },
+    failed: (x, err) => failed.push(`${x}: ${(err as Error).message}`),
+  });
   const turn = async () => {
     waiting.shift()!();
     await new Promise((r) => setImmediate(r)); // let the loop apply its slice
   };
-  return { s, applied, turn, waiting };
+  return { s, applied, failed, turn, waiting };
 }
 const items = (...keys: string[]) => new Map(keys.map((k) => [k, k]));
 
@@ -48,8 +56,28 @@ describe('Slices', () => {
     expect(applied).toEqual(['a', 'b', 'x', 'y', 'z']);
   });
 
+  it('reports an item whose apply throws and still applies the rest, in the first slice and later ones', async () => {
+    const { s, applied, failed, turn } = manual(2);
+    s.start(items('bad-1', 'a', 'b', 'bad-2', 'c'));
+    await turn();
+    await turn();
+    await s.done();
+    expect(applied).toEqual(['a', 'b', 'c']);
+    expect(failed).toEqual(['bad-1: cannot apply bad-1', 'bad-2: cannot apply bad-2']);
+  });
+
+  it('take hands a pending item to the caller, which is then not applied by a slice', async () => {
+    const { s, applied, turn } = manual(1);
+    s.start(items('a', 'b', 'c'));
+    expect(s.take('c')).toBe('c');
+    expect(s.take('a')).toBeUndefined(); // applied already
+    await turn();
+    await s.done();
+    expect(applied).toEqual(['a', 'b']);
+  });
+
   it('done resolves once everything is applied, or at once after cancel', async () => {
-    const s = new Slices<string>({ size: 1, apply: () => {} });
+    const s = new Slices<string>({ size: 1, apply: () => {}, failed: () => {} });
     s.start(items('a', 'b', 'c'));
     expect(s.pending).toBe(2);
     await s.done(); // real turns
