@@ -106,6 +106,7 @@ const WHAT_IF: Record<string, Variant> = {
   memsaver: { label: "V8's default heap growth (without --memory-saver-mode)", nodeFlags: without(['--memory-saver-mode']) },
   lean: { label: 'no YAML parser, hand-written metrics and logger', shims: LEAN },
   lite: { label: "V8's lite mode (NODE_FLAGS plus --lite-mode: no Sparkplug, no feedback vectors)", nodeFlags: [...NODE_FLAGS, '--lite-mode'] },
+  stgc: { label: "V8's single-threaded GC (NODE_FLAGS plus --single-threaded-gc: no concurrent marking or sweeping)", nodeFlags: [...NODE_FLAGS, '--single-threaded-gc'] },
 };
 /**
  * Every optional feature of the agent on (issue 19's budget), in the same run as the agent
@@ -118,7 +119,7 @@ const followArgs = ['--follow-kinds=/v1/ConfigMap=configmaps'];
 const featureArgs = (work: string) => [`--csi-socket=${path.join(work, 'csi', 'csi.sock')}`, '--registration-dir=', ...followArgs];
 /** The same without the CSI driver: what gRPC costs of the above. */
 const FOLLOW_LABEL = 'following owners and the node file (emptyDir mode: no CSI driver)';
-const DEFAULT_WHAT_IF = ['nowatch', 'poolfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'lean', 'lite'];
+const DEFAULT_WHAT_IF = ['nowatch', 'poolfs', 'pool2', 'semispace', 'opt', 'memsaver', 'malloc', 'lean', 'lite', 'stgc'];
 const whatIfKeys = flags['what-if'] === undefined ? DEFAULT_WHAT_IF : flags['what-if'].split(',').filter(Boolean);
 for (const k of whatIfKeys) if (!WHAT_IF[k]) throw new Error(`--what-if: unknown ${k}; known: ${Object.keys(WHAT_IF).join(', ')}`);
 const t0 = nowMs();

@@ -116,10 +116,13 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     // The agent's own view (event received -> renamed), from its histogram, per bucket.
     agentHistogram: diffHistogram(histogram(m1, 'ownerrefs_propagation_seconds'), histogram(m0, 'ownerrefs_propagation_seconds')),
     healthzMs: dist(healthzMs),
+    // V8's collections during the bursts, per kind (prom-client's GC histogram): a long
+    // major collection stops every event behind it, which is what a tail is made of.
+    gc: gcBetween(m0, m1),
     samples: { agentMs: agentMs.map((x) => round(x, 2)), floorMs: floorMs.map((x) => round(x, 2)) },
     load: loadavg(),
   };
-  say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms; floor p50 ${f.p50} p99 ${f.p99} ms`);
+  say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
 
   // Unrelated churn: labels and status, never ownerReferences.
   const churnRounds = Math.max(2, Math.ceil(2000 / n));
@@ -214,6 +217,24 @@ function pollHealth(agent: RunningAgentProc): { stop(): Promise<number[]> } {
 
 function procOf(pid: number | undefined): { cpuS: number } {
   return pid ? sample(pid) : { cpuS: NaN };
+}
+
+/** Per GC kind between two scrapes: collections, total ms, and how many took over 10 ms. */
+function gcBetween(a: Map<string, number>, b: Map<string, number>): Record<string, { count: number; ms: number; over10ms: number }> {
+  const out: Record<string, { count: number; ms: number; over10ms: number }> = {};
+  const name = 'ownerrefs_nodejs_gc_duration_seconds';
+  for (const [k, v] of b) {
+    const hit = new RegExp(`^${name}_(count|sum|bucket)\\{(.*)\\}$`).exec(k);
+    const kind = hit && /kind="(\w+)"/.exec(hit[2]!)?.[1];
+    if (!hit || !kind) continue;
+    const d = v - (a.get(k) ?? 0);
+    const e = (out[kind] ??= { count: 0, ms: 0, over10ms: 0 });
+    if (hit[1] === 'count') e.count = d;
+    else if (hit[1] === 'sum') e.ms = round(d * 1000, 1);
+    else if (/le="0\.01"/.test(hit[2]!)) e.over10ms -= d;
+  }
+  for (const e of Object.values(out)) e.over10ms += e.count;
+  return out;
 }
 
 function diffHistogram(b: { le: number; count: number }[], a: { le: number; count: number }[]): Record<string, number> {

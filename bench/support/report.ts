@@ -47,6 +47,8 @@ interface PerN {
     events: number; agentMs: D; floorMs: D; agentMinusFloorMs: D; ratio: { p99: number };
     agentCpuPerEventUs: number; diskVerifications?: number; fileWrites: number;
     healthzMs?: D;
+    /** V8's collections during the bursts, per kind (older results lack it). */
+    gc?: Record<string, { count: number; ms: number; over10ms: number }>;
   };
   churn: { updates: number; fileWrites: number; inotifyEventsOnAgentFiles: number; agentCpuPerEventUs: number };
   memory: { rssAfterStartupMiB: number; rssEndMiB: number; peakRssMiB: number };
@@ -73,12 +75,18 @@ const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
 const row = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
 
+function gcCell(gc: Record<string, { count: number; ms: number }> | undefined): string {
+  if (!gc) return 'n/a';
+  const k = (kind: string) => `${gc[kind]?.count ?? 0} (${f(gc[kind]?.ms ?? 0, 0)} ms)`;
+  return `${k('minor')} / ${k('major')}`;
+}
+
 function perNTable(rows: PerN[], first: string): string[] {
   return [
     row([first, 'start-up: all files (ready)', 'propagation agent p50 / p95 / p99 / max', 'floor p50 / p99', 'agent p99 ÷ floor p99',
       'agent − floor p99', 'CPU per change', 'churn: updates → file writes', 'CPU per churn event', 'RSS after start-up / end / peak',
-      'agent CPU, whole life', '/healthz during bursts p99 / max', 'API requests: agent metric / API server / DIY', 'load (1, 5, 15 min)']),
-    row(Array(14).fill('---')),
+      'agent CPU, whole life', '/healthz during bursts p99 / max', 'GC during bursts: scavenges (ms) / major (ms)', 'API requests: agent metric / API server / DIY', 'load (1, 5, 15 min)']),
+    row(Array(15).fill('---')),
     ...rows.map((r) => row([
       r.variant ?? `N=${r.n}`,
       `${f(r.startup.allFilesMs, 0)} ms (${f(r.startup.readyMs, 0)} ms)`,
@@ -92,6 +100,7 @@ function perNTable(rows: PerN[], first: string): string[] {
       `${f(r.memory.rssAfterStartupMiB)} / ${f(r.memory.rssEndMiB)} / ${f(r.memory.peakRssMiB)} MiB`,
       `${f(r.cpu.agentWholeRunS, 2)} s`,
       r.propagation.healthzMs ? `${f(r.propagation.healthzMs.p99)} / ${f(r.propagation.healthzMs.max)} ms` : 'n/a',
+      gcCell(r.propagation.gc),
       `${r.api.agentMetricTotal} / ${r.api.apiServerCounted} / ${r.api.diy.requests}`,
       load(r.load),
     ])),
