@@ -162,6 +162,8 @@ export class Reflector<T extends KubeObject> {
     let reason: RestartReason = 'initial';
     /** The next requests follow a failure: each takes a pacer slot first. */
     let recovering = false;
+    /** The watch after a refused stream continues that attempt: it is not another start. */
+    let counted = false;
     while (!signal.aborted) {
       const started = this.#o.clock.now();
       try {
@@ -172,7 +174,8 @@ export class Reflector<T extends KubeObject> {
         }
         if (recovering) await this.#o.pacer.slot(signal);
         if (signal.aborted) break;
-        this.#o.observer.watchStarted?.(reason);
+        if (!counted) this.#o.observer.watchStarted?.(reason);
+        counted = false;
         await this.#watch(signal, reason);
         // A server that ends a watch well before its timeout is going away (a graceful
         // shutdown closes every watch at once): the next watch is paced like a retry.
@@ -187,6 +190,7 @@ export class Reflector<T extends KubeObject> {
         }
       } catch (err) {
         this.#ended();
+        counted = false;
         if (signal.aborted) break;
         if (this.#arriving) {
           const answered = this.#arriving.answered;
@@ -194,6 +198,7 @@ export class Reflector<T extends KubeObject> {
           if (err instanceof ApiError && (err.status === 422 || err.status === 400)) {
             this.#first = 'list';
             this.#o.observer.streamRefused?.(err);
+            counted = true;
             continue; // a server without the feature, not a failing one: list now, no backoff
           }
           // Only a stream the server began and did not finish: a refused connection or a

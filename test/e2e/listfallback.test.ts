@@ -21,6 +21,8 @@ describe('a server that does not stream lists', () => {
     for (const resource of ['pods', 'nodes']) {
       expect(await e.agent.metric('ownerrefs_first_states_total', `resource="${resource}",how="list"`), resource).toBe(1);
       expect(await e.agent.metric('ownerrefs_first_states_total', `resource="${resource}",how="stream"`), resource).toBe(0);
+      // The refused stream and the listed watch after it are one start.
+      expect(await e.agent.metric('ownerrefs_watch_starts_total', `resource="${resource}",reason="initial"`), resource).toBe(1);
     }
     const refused = e.agent.lines.filter((l) => String(l.msg).includes('does not stream lists'));
     expect(refused.map((l) => l.resource).sort()).toEqual(['nodes', 'pods']);

@@ -388,6 +388,8 @@ describe('Reflector, first state streamed (watch list)', () => {
     expect(api.watchPaths.filter((p) => param(p, 'sendInitialEvents') !== null)).toHaveLength(1); // only the refused one
     expect(seen.refused).toEqual([status]);
     expect(seen.hows).toEqual(['list', 'list']);
+    // One start for the refused stream and the listed watch after it: it is one attempt at the first state.
+    expect(seen.starts).toEqual(['initial', 'expired']);
   });
 
   it('holds the last of several events for one object in the first state, and drops one deleted before the closing bookmark', async () => {
