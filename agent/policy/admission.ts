@@ -8,7 +8,7 @@ import { ProjectionError } from '../common/errors.ts';
 import { describe } from '../common/validation.ts';
 import type { NodeSettings } from '../kube/nodeconfig.ts';
 import { checkSource, DownwardAPIError, renderDownwardAPI, type DownwardAPISource, type ResourceList } from '../../projections/downwardapi.ts';
-import { ownersOf, project, type OwnerReference, type ProjectedFile, type ProjectionContext } from '../../projections/index.ts';
+import { FILES, ownersOf, project, type OwnerReference, type ProjectedFile, type ProjectionContext } from '../../projections/index.ts';
 import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE, optedIn, resolveVolumes, usesCsiDriver, type ResolvedVolume } from '../volume/resolve.ts';
 import type { PodView } from './podtable.ts';
 
@@ -65,6 +65,16 @@ export function admit(pod: PodView, o: AdmissionOptions): Admission {
  * attribute is pod-author input (the webhook checked it, but it can be written by hand),
  * so it is checked again here; a volume whose items cannot be served gets nothing.
  */
+/** The files the node's settings turn off: a sync unlinks them where the agent wrote them. */
+export function filesTurnedOff(s: NodeSettings): string[] {
+  return [
+    ...(s.envFile ? [] : [FILES.env]),
+    ...(s.dependentsFile ? [] : [FILES.dependents]),
+    ...(s.nodeFile ? [] : [FILES.node]),
+    ...(s.followOwners ? [] : [FILES.chain, FILES.workload]),
+  ];
+}
+
 function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, maxBytes: number, ctx: ProjectionContext): Map<string, ProjectedFile[] | ProjectionError> {
   const out = new Map<string, ProjectedFile[] | ProjectionError>();
   const containers = [...pod.spec?.containers ?? [], ...pod.spec?.initContainers ?? []].flatMap((c) => (c.name ? [c.name] : []));

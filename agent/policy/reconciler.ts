@@ -1,7 +1,8 @@
 // Reconciler: the agent's policy. It turns pod events, directory events and node
 // settings into volume syncs, and is where projection errors are handled: counted,
 // logged once (rate-limited per pod) and reported as an Event on the pod. The pod
-// table holds the state, VolumeSync does one sync, PublishedTargets the CSI volumes.
+// table holds the state, VolumeSync does one sync, PublishedTargets the CSI volumes,
+// SelfHeal the directory events and the resync.
 //
 // Cost model: a pod event costs a render and a comparison with what was last synced;
 // disk is touched only when the bytes changed or a directory event / resync asks
@@ -9,8 +10,7 @@
 
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { FILES } from '../../projections/index.ts';
-import { admit } from './admission.ts';
+import { admit, filesTurnedOff } from './admission.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import type { DirWatchEvents, DirWatcher } from '../volume/dirwatch.ts';
 import { ProjectionError } from '../common/errors.ts';
@@ -24,7 +24,7 @@ import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from './queue.ts';
-import { PodTable, dirOf, filesFor, fingerprintFor, podKey, refusedIn, slimView, type PodView, type Tracked } from './podtable.ts';
+import { PodTable, dirOf, fingerprintFor, podKey, refusedIn, slimView, type PodView, type Tracked } from './podtable.ts';
 import type { ResourceList } from '../../projections/downwardapi.ts';
 import type { NodeRef } from '../../projections/index.ts';
 import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
@@ -32,6 +32,7 @@ import { OwnerFollowing } from './following.ts';
 import { FailureReporter } from './reporter.ts';
 import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from '../volume/resolve.ts';
 import { CONCURRENCY, FIRST_STATE_SLICE, MAX_BYTES } from '../common/defaults.ts';
+import { SelfHeal } from './selfheal.ts';
 import { Slices } from './slices.ts';
 import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
 
@@ -55,11 +56,12 @@ export interface ReconcilerOptions {
   owners?: Pick<OwnerMetadataCache, 'lookup'>;
 }
 
-export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
+export class Reconciler implements ReflectorHandler<PodView> {
   readonly #o: ReconcilerOptions & { clock: Clock; maxBytes: number };
   readonly #pods: PodTable;
   readonly #queue: WorkQueue;
   readonly #dirs: DirWatcher;
+  readonly #heal: SelfHeal;
   readonly #reporter: FailureReporter;
   readonly #locks = new DirLocks();
   readonly #sync: VolumeSync;
@@ -82,13 +84,14 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     const clock = this.#o.clock;
     this.#following = new OwnerFollowing(opts.owners);
     this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? CONCURRENCY, process: (uid) => this.#process(uid), clock });
-    this.#dirs = opts.dirs(this);
+    this.#heal = new SelfHeal({ table: () => this.#pods, queue: this.#queue, locks: this.#locks, writer: opts.writer });
+    this.#dirs = opts.dirs(this.#heal);
     this.#pods = new PodTable({ dirs: this.#dirs, metrics: opts.metrics });
     this.#reporter = new FailureReporter({ log: opts.log, events: opts.events, metrics: opts.metrics, clock });
     this.#sync = new VolumeSync({ table: this.#pods, writer: opts.writer, locks: this.#locks, metrics: opts.metrics, clock });
     this.#published = new PublishedTargets({
       table: this.#pods, sync: this.#sync, writer: opts.writer, locks: this.#locks, clock,
-      removals: () => this.#removals(), report: (t, e) => this.#report(t, e),
+      removals: () => filesTurnedOff(this.#settings), report: (t, e) => this.#report(t, e),
     });
   }
 
@@ -230,39 +233,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
 
   /** Verify every tracked volume on disk (periodic backstop for missed inotify events). */
   resyncAll(): void {
-    for (const [uid, t] of this.#pods.entries()) {
-      this.#pods.verify(t);
-      this.#queue.add(uid);
-    }
-  }
-
-  appeared(dir: string): void {
-    // Also fired when a watch is set up on an existing directory: skip if our files are intact.
-    const at = this.#pods.atDir(dir);
-    const own = at && at.t.volumeFiles.has(at.volume) ? filesFor(at.t, at.volume)[0]?.path : undefined;
-    this.#verifyUnlessOurs(dir, own ?? FILES.ownerReferences);
-  }
-
-  changed(dir: string, name: string): void {
-    this.#verifyUnlessOurs(dir, name);
-  }
-
-  /**
-   * Every rename the agent makes comes back as a directory event. Comparing the file's
-   * stamp (one lstat) with the one its own write left avoids re-reading the volume after
-   * each write; anything else (deleted, replaced, rewritten in place) is verified.
-   */
-  #verifyUnlessOurs(dir: string, name: string): void {
-    const at = this.#pods.atDir(dir);
-    const v = at?.t.volumes.find((x) => x.name === at.volume);
-    if (!at || !v || !filesFor(at.t, at.volume).some((f) => f.path === name)) return; // not a file we keep there
-    const { t } = at;
-    // Under the directory's lock: an event for a rename still in flight is judged after
-    // that sync has recorded its stamps.
-    void this.#locks.run(dir, async () => {
-      const ours = t.stamps.get(at.volume)?.[name];
-      if (!ours || (await this.#o.writer.stampOf(v.target, name)) !== ours) this.#verify(dir);
-    });
+    this.#heal.resyncAll();
   }
 
   async close(): Promise<void> {
@@ -290,22 +261,6 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
     return this.#published.unpublish(diskUid, volume, target);
   }
 
-  #removals(): string[] {
-    return [
-      ...(this.#settings.envFile ? [] : [FILES.env]),
-      ...(this.#settings.dependentsFile ? [] : [FILES.dependents]),
-      ...(this.#settings.nodeFile ? [] : [FILES.node]),
-      ...(this.#settings.followOwners ? [] : [FILES.chain, FILES.workload]),
-    ];
-  }
-
-  #verify(dir: string): void {
-    const at = this.#pods.atDir(dir);
-    if (!at) return;
-    this.#pods.verify(at.t, at.volume);
-    this.#queue.add(at.uid);
-  }
-
   #untrack(uid: string): void {
     this.#following.forget(uid);
     if (this.#pods.untrack(uid)) this.#queue.forget(uid);
@@ -318,7 +273,7 @@ export class Reconciler implements ReflectorHandler<PodView>, DirWatchEvents {
       this.#o.log.debug({ [F.pod]: podKey(t), [F.podUID]: uid }, 'paused: not writing');
       return;
     }
-    const remove = this.#removals();
+    const remove = filesTurnedOff(this.#settings);
     let failed = false;
     for (const v of t.volumes) {
       if (this.#pods.upToDate(t, v.name) || refusedIn(t, v.name)) continue; // a refused volume was reported at upsert

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { filesTurnedOff } from '../../../agent/policy/admission.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { PodTable, dirOf } from '../../../agent/policy/podtable.ts';
+import { SelfHeal } from '../../../agent/policy/selfheal.ts';
+import { DirLocks } from '../../../agent/volume/dirlocks.ts';
+import type { ResolvedVolume } from '../../../agent/volume/resolve.ts';
+import { FILES, project } from '../../../projections/index.ts';
+
+const vol: ResolvedVolume = { name: 'podinfo', target: { root: '/k/pods', components: ['disk-a', 'volumes', 'kubernetes.io~empty-dir', 'podinfo'] } };
+const dir = dirOf(vol.target);
+const files = project({ metadata: { ownerReferences: [] } });
+const stamps = Object.fromEntries(files.map((f, i) => [f.path, `ino${i}:1:1`]));
+
+/**
+ * One tracked pod whose volume was synced and left these stamps, its verification requests
+ * consumed; the disk answers `onDisk` for each name.
+ */
+function healing(onDisk: Record<string, string | null>) {
+  const table = new PodTable({
+    dirs: { watch() {}, unwatch() {}, close: async () => {} },
+    metrics: { podsTracked: { set() {} }, volumesTracked: { inc() {}, dec() {} } } as never,
+  });
+  const t = table.track('a', { kind: 'Pod', name: 'a', namespace: 'ns', uid: 'a' }, 'disk-a');
+  table.setVolumes('a', t, [vol], []);
+  table.setFiles(t, files, [], 0);
+  table.synced(t, vol.name, t.fingerprint, files, stamps);
+  table.takeVerify(t, vol.name);
+  const queued: string[] = [];
+  const locks = new DirLocks();
+  const heal = new SelfHeal({
+    table: () => table, queue: { add: (uid: string) => void queued.push(uid) }, locks,
+    writer: { stampOf: async (_target, name) => onDisk[name] ?? undefined },
+  });
+  /** Settled: every stamp check has run under the directory's lock. */
+  const settled = () => locks.run(dir, async () => {});
+  return { heal, t, queued, settled };
+}
+
+describe('SelfHeal', () => {
+  it.each([
+    { what: "the agent's own rename (the stamp its write left)", name: FILES.ownerReferences, disk: stamps[FILES.ownerReferences]!, verified: false },
+    { what: 'a file the pod replaced (another inode)', name: FILES.ownerReferences, disk: 'ino99:1:1', verified: true },
+    { what: 'a file the pod deleted', name: FILES.env, disk: null, verified: true },
+    { what: 'a file the pod rewrote in place (another size and mtime)', name: FILES.dependents, disk: `${stamps[FILES.dependents]!.split(':')[0]}:7:2`, verified: true },
+    { what: 'a name the agent does not keep there', name: 'notes.txt', disk: null, verified: false },
+    { what: "the agent's temporary", name: `.ownerrefs-tmp.${FILES.ownerReferences}`, disk: null, verified: false },
+  ])('on a directory event for $what: verified and queued = $verified', async ({ name, disk, verified }) => {
+    const { heal, t, queued, settled } = healing({ [name]: disk });
+    heal.changed(dir, name);
+    await settled();
+    expect(queued).toEqual(verified ? ['a'] : []);
+    expect(t.verify.has(vol.name)).toBe(verified);
+  });
+
+  it('ignores events for directories it does not track', async () => {
+    const { heal, queued, settled } = healing({});
+    heal.changed('/k/pods/other/volumes/kubernetes.io~empty-dir/podinfo', FILES.ownerReferences);
+    heal.appeared('/k/pods/other/volumes/kubernetes.io~empty-dir/podinfo');
+    await settled();
+    expect(queued).toEqual([]);
+  });
+
+  it('verifies a directory that appeared unless its ownerReferences file is the one the agent wrote', async () => {
+    const intact = healing({ [FILES.ownerReferences]: stamps[FILES.ownerReferences]! });
+    intact.heal.appeared(dir);
+    await intact.settled();
+    expect(intact.queued).toEqual([]);
+    const fresh = healing({}); // recreated: nothing of ours there
+    fresh.heal.appeared(dir);
+    await fresh.settled();
+    expect(fresh.queued).toEqual(['a']);
+  });
+
+  it('on a resync, marks every tracked volume for verification and queues its pod', () => {
+    const { heal, t, queued } = healing({});
+    heal.resyncAll();
+    expect(queued).toEqual(['a']);
+    expect([...t.verify]).toEqual([vol.name]);
+  });
+});
+
+describe('filesTurnedOff', () => {
+  it.each([
+    { what: 'the defaults', s: {}, off: [FILES.chain, FILES.workload] },
+    { what: 'following owners', s: { followOwners: true }, off: [] },
+    { what: 'no env, dependents or node file', s: { envFile: false, dependentsFile: false, nodeFile: false }, off: [FILES.env, FILES.dependents, FILES.node, FILES.chain, FILES.workload] },
+  ])('$what', ({ s, off }) => {
+    expect(filesTurnedOff({ ...DEFAULT_SETTINGS, ...s })).toEqual(off);
+  });
+});
