@@ -71,8 +71,9 @@
  *  A failure on one file does not stop the others; the first failure is thrown at the end.
  *  Without { verify } (the bytes are known to have changed since the last sync), steps 2
  *  and 3 are skipped; step 4 then meets a leftover temporary as EEXIST, unlinks it and
- *  tries once more. Each written or verified file's stamp (inode, size, mtime) is
- *  returned, so the caller can tell its own writes from the pod's in directory events.
+ *  tries once more. Each written or verified file's stamp (inode, size, mtime, ctime: for a
+ *  written file, from step 7a's lstat, since the rename sets the ctime) is returned, so the
+ *  caller can tell its own writes from the pod's in directory events.
  *
  *  A file whose path has directories (a downwardAPI item "meta/name") is written by steps
  *  2-7 in its own directory:
@@ -147,9 +148,19 @@ export interface VolumeWriter {
   stampOf(target: VolumeTarget, name: string): Promise<string | undefined>;
 }
 
-/** Identifies one version of a file: a rename or an in-place write changes it. */
+/**
+ * Identifies one version of a file: a rename, an in-place write or a change of its metadata
+ * changes it. The ctime is in it because no process can set it back (a pod can restore an
+ * mtime exactly, with `touch -r`).
+ */
 function stamp(st: Stats): string {
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.mode}:${st.uid}`;
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.mode}:${st.uid}:${st.ctimeMs}`;
+}
+
+/** Step 7a: the name holds the inode step 5 wrote, unchanged since (the rename itself sets the ctime). */
+function sameWrite(now: Stats, wrote: Stats): boolean {
+  return now.dev === wrote.dev && now.ino === wrote.ino && now.size === wrote.size && now.mtimeMs === wrote.mtimeMs &&
+    now.mode === wrote.mode && now.uid === wrote.uid;
 }
 
 const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
@@ -411,12 +422,12 @@ async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedF
     }
     throw ioError(err, f.path, 'creating a temporary for');
   }
-  let written: string;
+  let wrote: Stats;
   try {
     try {
       await fh.writeAll(f.bytes); // step 5
       if (!exact) await fh.chmod(f.mode);
-      written = stamp(await fh.stat()); // rename keeps inode, size, mtime and mode
+      wrote = await fh.stat(); // rename keeps inode, size, mtime and mode
     } finally {
       await fh.close(); // step 6
     }
@@ -432,9 +443,9 @@ async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedF
   const now = await lstatOrNull(ops, final, f.path); // step 7a
   // Gone: the kubelet tore the volume down meanwhile (not the pod's doing).
   if (!now) throw new ProjectionError('VolumeNotFound', `${f.path} vanished right after it was written: the volume is being torn down`, { file: f.path });
-  if (stamp(now) !== written) {
+  if (!sameWrite(now, wrote)) {
     throw new ProjectionError('NameTaken', `${f.path}: the temporary file was replaced by something else while it was written ` +
       '(a process in the pod wrote into the volume); the file will be written again', { file: f.path });
   }
-  return written;
+  return stamp(now);
 }

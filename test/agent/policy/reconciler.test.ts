@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -121,6 +122,18 @@ describe('Reconciler', () => {
   it.each([
     { what: 'deletes', spoil: (f: string) => rmSync(f) },
     { what: 'overwrites', spoil: (f: string) => writeFileSync(f, 'lies') },
+    {
+      // Same inode, same size, and the exact mtime put back (touch -r copies nanoseconds):
+      // only the ctime, which no process can set, tells this version from the agent's.
+      what: 'rewrites in place, same length, with its mtime put back',
+      spoil: (f: string) => {
+        const ref = `${path.dirname(f)}.mtime`;
+        writeFileSync(ref, '');
+        execFileSync('touch', ['-r', f, ref]);
+        writeFileSync(f, readFileSync(f, 'utf8').replace('"heal"', '"lies"'));
+        execFileSync('touch', ['-r', ref, f]);
+      },
+    },
   ])('restores a file the pod $what', async ({ spoil }) => {
     const k = agentKit();
     const p = pod({ owners: [owner({ name: 'heal' })] });
