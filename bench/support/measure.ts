@@ -67,6 +67,9 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   const sUp = sample(agent.pid);
   const m0 = await agent.metrics();
   const heapUp = heapOf(m0);
+  // Files written from spawn to the end of the settle: one per file per pod, unless start-up
+  // writes some twice (with following on, a chain written before its owners were read).
+  (out.startup as Record<string, unknown>).fileWrites = m0.get('ownerrefs_file_writes_total') ?? 0;
 
   // Propagation: switch every pod's owner in bursts; per pod, write returned -> file / floor event.
   const rounds = Math.min(5, Math.max(2, Math.ceil(1000 / n)));
