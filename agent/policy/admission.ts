@@ -60,11 +60,6 @@ export function admit(pod: PodView, o: AdmissionOptions): Admission {
   };
 }
 
-/**
- * The files of each of the driver's volumes that carries a downwardAPI source. The
- * attribute is pod-author input (the webhook checked it, but it can be written by hand),
- * so it is checked again here; a volume whose items cannot be served gets nothing.
- */
 /** The files the node's settings turn off: a sync unlinks them where the agent wrote them. */
 export function filesTurnedOff(s: NodeSettings): string[] {
   return [
@@ -75,6 +70,11 @@ export function filesTurnedOff(s: NodeSettings): string[] {
   ];
 }
 
+/**
+ * The files of each of the driver's volumes that carries a downwardAPI source. The
+ * attribute is pod-author input (the webhook checked it, but it can be written by hand),
+ * so it is checked again here; a volume whose items cannot be served gets nothing.
+ */
 function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, maxBytes: number, ctx: ProjectionContext): Map<string, ProjectedFile[] | ProjectionError> {
   const out = new Map<string, ProjectedFile[] | ProjectionError>();
   const containers = [...pod.spec?.containers ?? [], ...pod.spec?.initContainers ?? []].flatMap((c) => (c.name ? [c.name] : []));

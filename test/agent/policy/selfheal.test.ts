@@ -34,7 +34,7 @@ function healing(onDisk: Record<string, string | null>) {
   });
   /** Settled: every stamp check has run under the directory's lock. */
   const settled = () => locks.run(dir, async () => {});
-  return { heal, t, queued, settled };
+  return { heal, table, t, locks, queued, settled };
 }
 
 describe('SelfHeal', () => {
@@ -44,13 +44,24 @@ describe('SelfHeal', () => {
     { what: 'a file the pod deleted', name: FILES.env, disk: null, verified: true },
     { what: 'a file the pod rewrote in place (another size and mtime)', name: FILES.dependents, disk: `${stamps[FILES.dependents]!.split(':')[0]}:7:2`, verified: true },
     { what: 'a name the agent does not keep there', name: 'notes.txt', disk: null, verified: false },
-    { what: "the agent's temporary", name: `.ownerrefs-tmp.${FILES.ownerReferences}`, disk: null, verified: false },
   ])('on a directory event for $what: verified and queued = $verified', async ({ name, disk, verified }) => {
     const { heal, t, queued, settled } = healing({ [name]: disk });
     heal.changed(dir, name);
     await settled();
     expect(queued).toEqual(verified ? ['a'] : []);
     expect(t.verify.has(vol.name)).toBe(verified);
+  });
+
+  it('judges an event for a rename still in flight after that sync has recorded its stamps (the directory lock)', async () => {
+    const next = 'ino42:1:2';
+    const { heal, table, t, locks, queued, settled } = healing({ [FILES.ownerReferences]: next });
+    // A sync holds the lock; its rename's event arrives before it records the new stamp.
+    await locks.run(dir, async () => {
+      heal.changed(dir, FILES.ownerReferences);
+      table.synced(t, vol.name, t.fingerprint, files, { ...stamps, [FILES.ownerReferences]: next });
+    });
+    await settled();
+    expect(queued).toEqual([]);
   });
 
   it('ignores events for directories it does not track', async () => {
