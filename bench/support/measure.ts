@@ -15,7 +15,8 @@ import { dist, nowMs, round } from './stats.ts';
 const WAIT_MS = 120_000; // give-up bound per wait; never a pass/fail threshold
 const SETTLE_MS = 3_000;
 
-interface FileProbeResult { times: Record<string, number>; missing: string[] }
+/** Per pod: when the probe saw the file right, and when the file landed by its ctime (bench/probes/files.ts). */
+interface FileProbeResult { times: Record<string, number>; landed?: Record<string, number>; missing: string[] }
 
 export interface MeasureOptions {
   say: (msg: string) => void;
@@ -77,6 +78,8 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   const floorMs: number[] = [];
   const addedMs: number[] = [];
   const writeMs: number[] = [];
+  const landedMs: number[] = [];
+  const probeLagMs: number[] = [];
   const burstS: number[] = [];
   const c0 = sample(agent.pid);
   // How long the agent's event loop takes to answer /healthz during the bursts: what a
@@ -99,6 +102,11 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
       agentMs.push(fi.times[p.uid]! - ret);
       floorMs.push(fl.times[p.uid]! - ret);
       addedMs.push(fi.times[p.uid]! - fl.times[p.uid]!);
+      const at = fi.landed?.[p.uid];
+      if (at !== undefined) {
+        landedMs.push(at - ret);
+        probeLagMs.push(fi.times[p.uid]! - at);
+      }
     }
     writeMs.push(...w.writeMs);
   }
@@ -110,6 +118,9 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   out.propagation = {
     rounds, events: agentMs.length, burstSeconds: burstS.map((s) => round(s, 2)),
     agentMs: a, floorMs: f, agentMinusFloorMs: dist(addedMs), apiWriteMs: dist(writeMs),
+    // The same propagation by the file's ctime (when the rename happened), and how much
+    // later the probe saw it: what the measuring process adds to agentMs.
+    ...(landedMs.length ? { landedMs: dist(landedMs), probeLagMs: dist(probeLagMs) } : {}),
     ratio: { p50: round(a.p50 / f.p50, 2), p95: round(a.p95 / f.p95, 2), p99: round(a.p99 / f.p99, 2), max: round(a.max / f.max, 2) },
     agentCpuS: round(cpuBetween(c0, c1)),
     agentCpuPerEventUs: round((cpuBetween(c0, c1) * 1e6) / agentMs.length, 1),
@@ -125,7 +136,8 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     samples: { agentMs: agentMs.map((x) => round(x, 2)), floorMs: floorMs.map((x) => round(x, 2)) },
     load: loadavg(),
   };
-  say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
+  const landed = landedMs.length ? dist(landedMs) : undefined;
+  say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms${landed ? ` (by the files' ctime p50 ${landed.p50} p99 ${landed.p99})` : ''}; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
 
   // Unrelated churn: labels and status, never ownerReferences.
   const churnRounds = Math.max(2, Math.ceil(2000 / n));

@@ -45,6 +45,8 @@ interface PerN {
   startup: { allFilesMs: number; readyMs: number; agentStartedLogMs: number };
   propagation: {
     events: number; agentMs: D; floorMs: D; agentMinusFloorMs: D; ratio: { p99: number };
+    /** By the files' ctime, and the file probe's lag behind it (runs since 2026-11-25 18:50). */
+    landedMs?: D; probeLagMs?: D;
     agentCpuPerEventUs: number; diskVerifications?: number; fileWrites: number;
     healthzMs?: D;
     /** V8's collections during the bursts, per kind (older results lack it). */
@@ -84,9 +86,9 @@ function gcCell(gc: Record<string, { count: number; ms: number }> | undefined): 
 function perNTable(rows: PerN[], first: string): string[] {
   return [
     row([first, 'start-up: all files (ready)', 'propagation agent p50 / p95 / p99 / max', 'floor p50 / p99', 'agent p99 ÷ floor p99',
-      'agent − floor p99', 'CPU per change', 'churn: updates → file writes', 'CPU per churn event', 'RSS after start-up / end / peak',
+      'agent − floor p99', "p99 by the files' ctime (probe's lag p99)", 'CPU per change', 'churn: updates → file writes', 'CPU per churn event', 'RSS after start-up / end / peak',
       'agent CPU, whole life', '/healthz during bursts p99 / max', 'GC during bursts: scavenges (ms) / major (ms)', 'API requests: agent metric / API server / DIY', 'load (1, 5, 15 min)']),
-    row(Array(15).fill('---')),
+    row(Array(16).fill('---')),
     ...rows.map((r) => row([
       r.variant ?? `N=${r.n}`,
       `${f(r.startup.allFilesMs, 0)} ms (${f(r.startup.readyMs, 0)} ms)`,
@@ -94,6 +96,7 @@ function perNTable(rows: PerN[], first: string): string[] {
       `${f(r.propagation.floorMs.p50)} / ${f(r.propagation.floorMs.p99)} ms`,
       `${f(r.propagation.ratio.p99)}×`,
       `${f(r.propagation.agentMinusFloorMs.p99)} ms`,
+      r.propagation.landedMs && r.propagation.probeLagMs ? `${f(r.propagation.landedMs.p99)} ms (${f(r.propagation.probeLagMs.p99)} ms)` : 'n/a',
       `${f(r.propagation.agentCpuPerEventUs / 1000, 2)} ms`,
       `${r.churn.updates} → ${r.churn.fileWrites} (inotify: ${r.churn.inotifyEventsOnAgentFiles})`,
       `${f(r.churn.agentCpuPerEventUs, 0)} µs`,
