@@ -5,9 +5,10 @@
 //
 // It also records the file's ctime, which the agent's rename set: when the file landed,
 // by the kernel's clock, however late this process was woken. The difference is the
-// probe's own lag. Fine-grained only where the kernel stamps a queried inode with a
-// fine-grained time (multigrain timestamps, Linux 6.13+; the agent lstat's each file it
-// renames); on older kernels it is a clock tick (1 to 4 ms) coarse.
+// probe's own lag. The rename's ctime is fine-grained only where the kernel stamps an
+// inode whose times were queried with a fine-grained time (multigrain timestamps, Linux
+// 6.13+; the writer's fstat of the temporary, step 5, is that query); on older kernels it
+// is up to a clock tick (1 to 4 ms) early.
 
 import { lstat, readFile } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'node:fs';
@@ -28,6 +29,15 @@ let landed = new Map<string, number>();
 let events = 0;
 let waiter: (() => void) | undefined;
 
+/**
+ * Wall clock minus nowMs(), fixed at start: performance.timeOrigin is the wall clock then,
+ * and performance.now() and nowMs() both run on CLOCK_MONOTONIC, so the difference is a
+ * constant. Of a few paired reads the largest is the least delayed between its two reads.
+ * A wall clock stepped or slewed during the run would shift it; probeLagMs's minimum, which
+ * cannot be negative, shows that.
+ */
+const WALL_MINUS_MONOTONIC = performance.timeOrigin + Math.max(...Array.from({ length: 9 }, () => performance.now() - nowMs()));
+
 async function check(item: Item, at: number): Promise<void> {
   if (seen.has(item.key)) return;
   let text: string;
@@ -36,13 +46,14 @@ async function check(item: Item, at: number): Promise<void> {
   } catch {
     return; // not there yet
   }
-  if (text !== item.expected || seen.has(item.key)) return;
-  // The bench renames each file once per round, so the ctime is that of the bytes just read.
+  if (text !== item.expected || seen.has(item.key) || byDir.get(item.dir) !== item) return;
+  // The bench renames each file once per round (with following on, a handful twice: the
+  // ctime is then of a later rename than the bytes read, so it lands late, never early).
   const st = await lstat(path.join(item.dir, FILE)).catch(() => null);
-  if (seen.has(item.key)) return;
+  // A check from the round before, still in flight when the next was armed, records nothing.
+  if (seen.has(item.key) || byDir.get(item.dir) !== item) return;
   seen.set(item.key, at);
-  // Wall clock to monotonic: the offset between the two, taken now (sub-millisecond).
-  if (st) landed.set(item.key, st.ctimeMs - (performance.timeOrigin + performance.now() - nowMs()));
+  if (st) landed.set(item.key, st.ctimeMs - WALL_MINUS_MONOTONIC);
   if (seen.size === byDir.size) waiter?.();
 }
 

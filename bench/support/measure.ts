@@ -137,7 +137,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     load: loadavg(),
   };
   const landed = landedMs.length ? dist(landedMs) : undefined;
-  say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms${landed ? ` (by the files' ctime p50 ${landed.p50} p99 ${landed.p99})` : ''}; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
+  say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms${landed ? ` (by the files' ctime p50 ${landed.p50} p99 ${landed.p99}${landed.n < agentMs.length ? `, ${landed.n} files` : ''})` : ''}; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
 
   // Unrelated churn: labels and status, never ownerReferences.
   const churnRounds = Math.max(2, Math.ceil(2000 / n));

@@ -45,7 +45,7 @@ interface PerN {
   startup: { allFilesMs: number; readyMs: number; agentStartedLogMs: number };
   propagation: {
     events: number; agentMs: D; floorMs: D; agentMinusFloorMs: D; ratio: { p99: number };
-    /** By the files' ctime, and the file probe's lag behind it (runs since 2026-11-25 18:50). */
+    /** By the files' ctime, and the file probe's lag behind it (runs since 84b9ef1). */
     landedMs?: D; probeLagMs?: D;
     agentCpuPerEventUs: number; diskVerifications?: number; fileWrites: number;
     healthzMs?: D;
