@@ -3,15 +3,17 @@
 // unrelated churn, memory, CPU and API cost; writes bench/results/latest.json and a
 // chart. See docs/PERFORMANCE.md for the method and the results.
 //
-//   npm run bench                          N = 100, 500, 1000 (about 3.5 min on 2 cores)
+//   npm run bench                          N = 100, 500, 1000 (about 9 min on 2 cores)
 //   npm run bench:smoke                    N = 20, for CI (no timing is asserted anywhere)
 //   npm run bench -- --baseline-ref=REF    also measure the idle RSS of the agent at REF
 //   npm run bench -- --agent-ref=REF --sizes=1000 --no-extras --out=bench/results/tmp/REF.json
 //                                          the agent at REF instead of the work tree (before/after)
 //   npm run bench -- --what-if=poolfs,nowatch   only these what-if variants (--what-if= : none)
+//   npm run bench -- --sizes=1000 --no-extras --pairs=5   the default and the features-on agent
+//                                          alternately, five times each, at the largest N
 //
 // Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --agent-ref=REF
-//        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras
+//        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras --pairs=K
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -25,7 +27,7 @@ import { startBenchCluster } from './support/cluster.ts';
 import { ProbeProcess } from './support/ipc.ts';
 import { measureN, waitUntil } from './support/measure.ts';
 import { clearFiles, createPods, switchOwners, type BenchPod } from './support/pods.ts';
-import { FEATURES_LABEL, IDLE_SCRAPES, IDLE_SETTLE_MS, SHIPPED_IDLE, updateDoc, type Results } from './support/report.ts';
+import { FEATURES_LABEL, IDLE_SCRAPES, IDLE_SETTLE_MS, SHIPPED_IDLE, updateDoc, type PairRun, type Results } from './support/report.ts';
 import { cpuBetween, sample } from './support/proc.ts';
 import { benchWebhook, printWebhook } from './webhook.ts';
 import { gitState, loadavg, machine } from './support/machine.ts';
@@ -59,10 +61,16 @@ const { values: flags } = parseArgs({
     volumes: { type: 'string', default: 'memory' },
     // --no-extras: only the shipped agent: no idle or what-if variants, no resync measurement (CI smoke).
     extras: { type: 'boolean', default: true },
+    // Alternating pairs (default agent, then every feature on) at the largest N, the first
+    // being the two measured anyway: one run's ratio to the floor is one noisy sample.
+    // Default 3 in the full run, 1 with --no-extras.
+    pairs: { type: 'string' },
   },
   allowNegative: true,
 });
 const sizes = flags.sizes.split(',').map(Number).sort((a, b) => a - b);
+const pairs = Number(flags.pairs ?? (flags.extras ? 3 : 1));
+if (!Number.isInteger(pairs) || pairs < 1) throw new Error(`--pairs: a whole number of at least 1, not ${flags.pairs}`);
 
 /**
  * A variant of the agent (not the product as shipped): the same compiled agent with one
@@ -246,7 +254,18 @@ async function main(): Promise<void> {
     // --- Every optional feature on, at the largest N, in this same run (issue 19's budget).
     say(`every optional feature on at N=${pods.length}`);
     await reset(pods);
-    result.featuresOn = { variant: FEATURES_LABEL, ...await measureN(pods.length, pods, cluster, floor, files, () => withFeatures(() => run(mainJs, featureArgs(work))), mo) };
+    const featuresOn = { variant: FEATURES_LABEL, ...await measureN(pods.length, pods, cluster, floor, files, () => withFeatures(() => run(mainJs, featureArgs(work))), mo) };
+    result.featuresOn = featuresOn;
+    // --- More alternating pairs of the two (the first pair is the two just measured).
+    const pairRuns: PairRun[] = [{ defaults: pairOf(perN[perN.length - 1]!), features: pairOf(featuresOn) }];
+    for (let k = 1; k < pairs; k++) {
+      say(`pair ${k + 1} of ${pairs} at N=${pods.length}: defaults, then every optional feature on`);
+      await reset(pods);
+      const defaults = pairOf(await measureN(pods.length, pods, cluster, floor, files, () => run(mainJs), mo));
+      await reset(pods);
+      pairRuns.push({ defaults, features: pairOf(await measureN(pods.length, pods, cluster, floor, files, () => withFeatures(() => run(mainJs, featureArgs(work))), mo)) });
+    }
+    result.pairs = pairRuns;
 
     // --- What-if runs at the largest N (not the product as shipped; see docs/PERFORMANCE.md).
     const whatIf: Record<string, unknown>[] = [];
@@ -288,6 +307,12 @@ async function main(): Promise<void> {
   } finally {
     for (const c of cleanups) await c().catch((err: unknown) => process.stderr.write(`cleanup: ${String(err)}\n`));
   }
+}
+
+/** One agent of an alternating pair: what the ratio target needs, and what explains it. */
+function pairOf(r: Record<string, unknown>): PairRun['defaults'] {
+  const p = r.propagation as { agentMs: { p99: number }; floorMs: { p99: number }; agentCpuPerEventUs: number; gc?: unknown };
+  return { p99: p.agentMs.p99, floorP99: p.floorMs.p99, ratio: round(p.agentMs.p99 / p.floorMs.p99, 2), cpuPerChangeUs: p.agentCpuPerEventUs, gc: p.gc, load: r.load as number[] };
 }
 
 /** CPU of the periodic full verification (--resync-seconds=5, three rounds in 15.5 s). */

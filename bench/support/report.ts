@@ -70,7 +70,15 @@ export interface Results {
   whatIf?: PerN[];
   /** The agent with every optional feature on, at the largest N, same run (bench/run.ts FEATURES_LABEL). */
   featuresOn?: PerN;
+  /** Alternating pairs at the largest N, the first being perN's last and featuresOn (runs since --pairs). */
+  pairs?: PairRun[];
   resync?: { n: number; cpuPerResyncS: number; filesVerified: number; load: number[] };
+}
+
+/** The default agent and the features-on agent, measured one after the other (bench/run.ts --pairs). */
+export interface PairRun {
+  defaults: { p99: number; floorP99: number; ratio: number; cpuPerChangeUs: number; gc?: unknown; load: number[] };
+  features: PairRun['defaults'];
 }
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
@@ -183,8 +191,24 @@ function featureTargets(r: Results, met: (ok: boolean) => string): string[] {
   return [
     row(['every optional feature on: propagation p99 ≤ 50 ms', `${f(fo.propagation.agentMs.p99)} ms`, met(fo.propagation.agentMs.p99 <= 50)]),
     row(['every optional feature on: p99 ≤ 1.5 × floor p99', `${f(fo.propagation.ratio.p99)}× (floor p99 ${f(fo.propagation.floorMs.p99)} ms)`, met(fo.propagation.ratio.p99 <= 1.5)]),
+    ...pairRows(r.pairs, met),
     row(['every optional feature on: RSS ≤ 70 MB idle (fresh, and warmed up by scrapes)', idleText(idle, r.idleScrapes ?? IDLE_SCRAPES), met(idleJudgedMiB(idle) / MB_IN_MIB <= 70)]),
     row(['every optional feature on: RSS ≤ 100 MB at N = 1,000', `${f(fo.memory.peakRssMiB)} MiB peak (${f(fo.memory.peakRssMiB / MB_IN_MIB)} MB)`, met(fo.memory.peakRssMiB / MB_IN_MIB <= 100)]),
+  ];
+}
+
+/** With more than one pair: the ratio target judged in each, for both agents. */
+function pairRows(pairs: PairRun[] | undefined, met: (ok: boolean) => string): string[] {
+  if (!pairs || pairs.length < 2) return [];
+  const text = (k: 'defaults' | 'features') => {
+    const rs = pairs.map((p) => p[k].ratio);
+    const sorted = [...rs].sort((a, b) => a - b);
+    return `${rs.filter((x) => x <= 1.5).length} of ${rs.length} (median ${f(sorted[Math.floor(sorted.length / 2)]!, 2)}×; ${rs.map((x) => `${f(x, 2)}×`).join(', ')})`;
+  };
+  const every = (k: 'defaults' | 'features') => pairs.every((p) => p[k].ratio <= 1.5);
+  return [
+    row([`every optional feature on: p99 ≤ 1.5 × floor p99 in each of ${pairs.length} alternating pairs`, text('features'), met(every('features'))]),
+    row([`the agent with its defaults, the same ${pairs.length} pairs`, text('defaults'), met(every('defaults'))]),
   ];
 }
 
