@@ -254,16 +254,18 @@ async function main(): Promise<void> {
     // --- Every optional feature on, at the largest N, in this same run (issue 19's budget).
     say(`every optional feature on at N=${pods.length}`);
     await reset(pods);
-    const featuresOn = { variant: FEATURES_LABEL, ...await measureN(pods.length, pods, cluster, floor, files, () => withFeatures(() => run(mainJs, featureArgs(work))), mo) };
+    const atLargest = (start: () => Promise<RunningAgentProc>) => measureN(pods.length, pods, cluster, floor, files, start, mo);
+    const withEveryFeature = () => withFeatures(() => run(mainJs, featureArgs(work)));
+    const featuresOn = { variant: FEATURES_LABEL, ...await atLargest(withEveryFeature) };
     result.featuresOn = featuresOn;
     // --- More alternating pairs of the two (the first pair is the two just measured).
     const pairRuns: PairRun[] = [{ defaults: pairOf(perN[perN.length - 1]!), features: pairOf(featuresOn) }];
     for (let k = 1; k < pairs; k++) {
       say(`pair ${k + 1} of ${pairs} at N=${pods.length}: defaults, then every optional feature on`);
       await reset(pods);
-      const defaults = pairOf(await measureN(pods.length, pods, cluster, floor, files, () => run(mainJs), mo));
+      const defaults = pairOf(await atLargest(() => run(mainJs)));
       await reset(pods);
-      pairRuns.push({ defaults, features: pairOf(await measureN(pods.length, pods, cluster, floor, files, () => withFeatures(() => run(mainJs, featureArgs(work))), mo)) });
+      pairRuns.push({ defaults, features: pairOf(await atLargest(withEveryFeature)) });
     }
     result.pairs = pairRuns;
 
