@@ -57,14 +57,22 @@ type FlagName = keyof typeof RUN_FLAGS;
  * short-lived and tiny, and the default (16 MiB semi-spaces) costs tens of MiB of RSS
  * per node for nothing. --no-opt --no-maglev keep V8's interpreter and baseline compiler
  * and drop its optimising compilers: their code pages and working memory cost 7-20 MiB
- * per agent once a scrape or a burst wakes them, and the agent's hot work (system calls,
- * JSON.parse) is native code either way. --memory-saver-mode makes V8 collect before
+ * per agent once a scrape or a burst wakes them. The price is CPU: 10 to 20 % more per owner
+ * change, and a propagation tail that more often exceeds 1.5x the bare watch under a burst
+ * (NODE_FLAGS_OPTIMIZING). --memory-saver-mode makes V8 collect before
  * growing the heap and give freed pages back: under steady churn it otherwise lets the
  * old generation grow to several times the live heap and keeps the pages (the soak:
  * 112 MiB after 30 min and 128 after 60, against 68-78 MiB flat). docs/PERFORMANCE.md and
  * docs/soak measure all three.
  */
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-opt', '--no-maglev', '--memory-saver-mode'];
+
+/**
+ * NODE_FLAGS with V8's optimising compilers on: the chart's `v8.optimizingCompilers` (its
+ * `command` then replaces the image's ENTRYPOINT). For nodes where bursts of pod changes
+ * matter more than 8 to 18 MiB of RSS per agent (docs/PERFORMANCE.md measures both).
+ */
+export const NODE_FLAGS_OPTIMIZING: readonly string[] = NODE_FLAGS.filter((f) => f !== '--no-opt' && f !== '--no-maglev');
 
 /**
  * Environment the agent runs with (Dockerfile ENV; tests, demo and bench likewise).

@@ -19,6 +19,7 @@ import { apply } from '../../localcluster/agentproc.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { freePort } from '../../localcluster/webhookproc.ts';
 import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
+import { NODE_FLAGS, NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 import { items } from '../support/e2e.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
 
@@ -31,39 +32,64 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a DaemonSet from its image, on a real node', () => {
   const e = useRealNode('ds', { agent: false });
 
-  beforeAll(async () => {
-    execFileSync('mount', ['--make-rshared', '/']);
-    const archive = (await run('bash', [path.join(ROOT, 'localcluster', 'image', 'build.sh')], { maxBuffer: 1 << 24 })).stdout.trim().split('\n').pop()!;
-    await e.node.importImage!(archive);
-    const port = await freePort();
+  let port = 0;
+  /** The chart's objects for this node, with the harness's two differences (see the top of the file). */
+  const rendering = (values: string[] = []): Obj[] => {
     const api = new URL(e.cp.server);
     const rendered = execFileSync(helmBin(), ['template', 'ownerrefs-agent', CHART, '--set', `kubeletRootDir=${e.node.kubeletRoot}`,
-      '--set', 'image.repository=localhost/ownerrefs/ownerrefs-agent', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never']).toString();
+      '--set', 'image.repository=localhost/ownerrefs/ownerrefs-agent', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never', ...values]).toString();
     const objs = parseAllDocuments(rendered).map((d) => d.toJS() as Obj).filter(Boolean);
-    const ds = objs.find((o) => o.kind === "DaemonSet")!;
-    // The harness's two differences (see the top of the file).
-    const spec = ds.spec.template.spec;
+    const spec = objs.find((o) => o.kind === 'DaemonSet')!.spec.template.spec;
     spec.hostNetwork = true;
     spec.dnsPolicy = 'ClusterFirstWithHostNet';
     const c = spec.containers[0];
     c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: api.hostname }, { name: 'KUBERNETES_SERVICE_PORT', value: api.port });
     c.args = c.args.map((a: string) => (a.startsWith('--health-addr=') ? `--health-addr=0.0.0.0:${port}` : a));
     c.ports = [{ name: 'http-health', containerPort: port, protocol: 'TCP' }];
-    await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch);
-    await apply(e.kc, objs as KubernetesObject[]);
-  }, 900_000);
-
-  it('runs the agent as the DaemonSet pod, and a pod\'s container reads its owners', { timeout: 400_000 }, async () => {
+    return objs;
+  };
+  /** The agent's pod once it is Ready (and, with `not`, not that pod: a rolled one). */
+  const readyAgent = async (not?: string): Promise<V1Pod> => {
     let last = '';
-    const agent = await e.waitFor(async () => {
+    return e.waitFor(async () => {
       const pods = (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-agent' })).items;
       last = JSON.stringify(pods.map((p) => ({ phase: p.status?.phase, conditions: p.status?.conditions?.map((c) => `${c.type}=${c.status}`), containers: p.status?.containerStatuses?.map((c) => c.state) })));
       const ev = (await e.core.listNamespacedEvent({ namespace: 'ownerrefs-system' })).items.map((x) => `${x.reason}: ${x.message}`).slice(-5);
       last += `\n${ev.join('\n')}`;
-      return pods.find((p) => p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
+      return pods.find((p) => p.metadata!.name !== not && !p.metadata!.deletionTimestamp && p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
     }, 'the agent pod Ready', 150_000).catch((err: unknown) => { throw new Error(`${String(err)}\nlast seen: ${last}`); });
+  };
+  /** What the agent container's process runs (its /proc/1/cmdline), read inside the container with the image's node. */
+  const commandOf = async (agent: V1Pod): Promise<string[]> =>
+    JSON.parse(await e.exec(agent, ['node', '-p', "JSON.stringify(require('fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').filter(Boolean))"])) as string[];
+  /** A pod's container reads its ownerReferences, naming the DaemonSet, from each of its volumes. */
+  const readsOwners = async (pod: V1Pod, name: string, uid: string | undefined): Promise<void> => {
+    // The memory-backed emptyDir is a tmpfs the kubelet mounted after the agent started: only
+    // HostToContainer propagation lets the agent's writes land in it.
+    for (const dir of ['/etc/podinfo', '/etc/csi']) {
+      const got = await e.waitFor(async () => {
+        const text = await e.exec(pod, ['cat', `${dir}/ownerReferences`]).catch(() => '');
+        return text.includes('"kind":"DaemonSet"') ? text : undefined;
+      }, `${dir}: the DaemonSet named, read in the container`);
+      expect(items(got)).toEqual([expect.objectContaining({ kind: 'DaemonSet', name, uid })]);
+    }
+  };
+  const name = 'ds-reader';
+  let readerUid: string | undefined;
+
+  beforeAll(async () => {
+    execFileSync('mount', ['--make-rshared', '/']);
+    const archive = (await run('bash', [path.join(ROOT, 'localcluster', 'image', 'build.sh')], { maxBuffer: 1 << 24 })).stdout.trim().split('\n').pop()!;
+    await e.node.importImage!(archive);
+    port = await freePort();
+    await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch);
+    await apply(e.kc, rendering() as KubernetesObject[]);
+  }, 900_000);
+
+  it('runs the agent as the DaemonSet pod, and a pod\'s container reads its owners', { timeout: 400_000 }, async () => {
+    const agent = await readyAgent();
     expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:dev');
-    const name = 'ds-reader';
+    expect(await commandOf(agent)).toEqual(['node', ...NODE_FLAGS, 'dist/agent/main.js', ...agent.spec!.containers[0]!.args!]); // the image's ENTRYPOINT
     const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name }, spec: {
       selector: { matchLabels: { app: name } },
       template: { metadata: { labels: { app: name }, annotations: { 'ownerrefs.dev/volume': 'podinfo' } }, spec: {
@@ -73,16 +99,23 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
         volumes: [{ name: 'podinfo', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }, { name: 'csi', csi: { driver: 'ownerrefs.dev', readOnly: true } }],
       } },
     } } });
+    readerUid = ds.metadata!.uid;
     const pod: V1Pod = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` }))
       .items.find((p) => p.status?.phase === 'Running'), 'the reader pod Running', 180_000);
-    // The memory-backed emptyDir is a tmpfs the kubelet mounted after the agent started: only
-    // HostToContainer propagation lets the agent's writes land in it.
-    for (const dir of ['/etc/podinfo', '/etc/csi']) {
-      const got = await e.waitFor(async () => {
-        const text = await e.exec(pod, ['cat', `${dir}/ownerReferences`]).catch(() => '');
-        return text.includes('"kind":"DaemonSet"') ? text : undefined;
-      }, `${dir}: the DaemonSet named, read in the container`);
-      expect(items(got)).toEqual([expect.objectContaining({ kind: 'DaemonSet', name, uid: ds.metadata!.uid })]);
-    }
+    await readsOwners(pod, name, readerUid);
+  });
+
+  it('rolls the agent onto V8\'s optimising compilers with v8.optimizingCompilers, and a new pod reads its owners', { timeout: 400_000 }, async () => {
+    expect(readerUid, 'runs after the test above').toBeDefined();
+    const before = await readyAgent();
+    await apply(e.kc, rendering(['--set', 'v8.optimizingCompilers=true']) as KubernetesObject[]);
+    const agent = await readyAgent(before.metadata!.name);
+    expect(await commandOf(agent)).toEqual(['node', ...NODE_FLAGS_OPTIMIZING, 'dist/agent/main.js', ...agent.spec!.containers[0]!.args!]);
+    // A reader pod made after the roll: its files come from the rolled agent.
+    const old = (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` })).items.map((p) => p.metadata!.name);
+    await e.core.deleteCollectionNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` });
+    const pod: V1Pod = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` }))
+      .items.find((p) => !old.includes(p.metadata!.name) && p.status?.phase === 'Running'), 'a new reader pod Running', 180_000);
+    await readsOwners(pod, name, readerUid);
   });
 });

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { CHART, daemonsetYaml, followOwnersYaml, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
 import { MATRIX } from '../support/chart.ts';
+import { NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
@@ -64,6 +65,16 @@ describe('the chart', () => {
     const role = objs.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'ownerrefs-agent-follow-owners')!;
     expect(role.rules.at(-1)).toEqual({ apiGroups: ['argoproj.io'], resources: ['rollouts'], verbs: ['get'] });
     expect(objs.find((o) => o.kind === 'DaemonSet')!.spec.template.spec.containers[0].args).toContain('--follow-kinds=argoproj.io/v1alpha1/Rollout=rollouts');
+  });
+
+  it("leaves the image's ENTRYPOINT (NODE_FLAGS) by default, and with v8.optimizingCompilers runs it without --no-opt --no-maglev", () => {
+    const containerOf = (args: string[]) => objects(helmTemplate(helm, args)).find((o) => o.kind === 'DaemonSet')!.spec.template.spec.containers[0];
+    expect(containerOf(MATRIX.defaults!).command).toBeUndefined();
+    const on = containerOf(MATRIX["V8's optimising compilers on"]!);
+    const entry = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(read('Dockerfile'))![1]!) as string[];
+    expect(on.command).toEqual(['node', ...NODE_FLAGS_OPTIMIZING, 'dist/agent/main.js']);
+    expect(on.command.at(-1)).toBe(entry.at(-1)); // the same program, relative to the image's WORKDIR
+    expect(on.args).toEqual(containerOf(MATRIX.defaults!).args);
   });
 
   it('pins the image by digest when given, and carries the extra labels', () => {

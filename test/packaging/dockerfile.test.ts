@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AGENT_ENV, NODE_FLAGS } from '../../agent/config.ts';
+import { AGENT_ENV, NODE_FLAGS, NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 
@@ -14,12 +14,18 @@ describe('Dockerfile', () => {
     expect(entry).toEqual(['node', ...NODE_FLAGS, 'dist/agent/main.js']);
   });
 
-  it('uses V8 flags that this Node accepts (an unknown one makes node exit with "bad option")', () => {
-    const code = 'JSON.stringify(process.execArgv)';
-    const r = spawnSync(process.execPath, [...NODE_FLAGS, '-p', code], { encoding: 'utf8' });
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual([...NODE_FLAGS, '-p', code]);
+  it.each([['NODE_FLAGS', NODE_FLAGS], ['NODE_FLAGS_OPTIMIZING (the chart\'s v8.optimizingCompilers)', NODE_FLAGS_OPTIMIZING]])(
+    'uses V8 flags that this Node accepts (an unknown one makes node exit with "bad option"): %s', (_name, flags) => {
+      const code = 'JSON.stringify(process.execArgv)';
+      const r = spawnSync(process.execPath, [...flags, '-p', code], { encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual([...flags, '-p', code]);
+    });
+
+  it('turns on exactly V8\'s optimising compilers in NODE_FLAGS_OPTIMIZING, and the rest stays', () => {
+    expect(NODE_FLAGS).toEqual(expect.arrayContaining(['--no-opt', '--no-maglev']));
+    expect(NODE_FLAGS_OPTIMIZING).toEqual(NODE_FLAGS.filter((f) => !['--no-opt', '--no-maglev'].includes(f)));
   });
 
   it('sets the environment the tests and bench run the agent with (AGENT_ENV)', () => {

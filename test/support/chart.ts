@@ -16,6 +16,7 @@ export const MATRIX: Record<string, string[]> = {
   'everything on': ['--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'],
   microk8s: ['--set', 'kubeletRootDir=/var/snap/microk8s/common/var/lib/kubelet', '--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'],
   'SELinux type spc_t (OpenShift, docs/INSTALL.md)': ['--set', 'seLinuxType=spc_t'],
+  "V8's optimising compilers on": ['--set', 'v8.optimizingCompilers=true'],
   'namespace not created, pinned digest, extras': ['--set', 'namespace.create=false', '--set', `image.digest=sha256:${'a'.repeat(64)}`,
     '--set', 'extraLabels.team=platform', '--set', 'podAnnotations.note=x', '--set', 'priorityClassName=', '--set', 'maxUnavailable=3'],
 };
