@@ -57,7 +57,7 @@ type FlagName = keyof typeof RUN_FLAGS;
  * short-lived and tiny, and the default (16 MiB semi-spaces) costs tens of MiB of RSS
  * per node for nothing. --no-opt --no-maglev keep V8's interpreter and baseline compiler
  * and drop its optimising compilers: their code pages and working memory cost 7-20 MiB
- * per agent once a scrape or a burst wakes them. The price is CPU: 10 to 20 % more per owner
+ * per agent once a scrape or a burst wakes them. The price is CPU: about 12 % more per owner
  * change, and a propagation tail that more often exceeds 1.5x the bare watch under a burst
  * (NODE_FLAGS_OPTIMIZING). --memory-saver-mode makes V8 collect before
  * growing the heap and give freed pages back: under steady churn it otherwise lets the

@@ -60,8 +60,9 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     }, 'the agent pod Ready', 150_000).catch((err: unknown) => { throw new Error(`${String(err)}\nlast seen: ${last}`); });
   };
   /** What the agent container's process runs (its /proc/1/cmdline), read inside the container with the image's node. */
-  const commandOf = async (agent: V1Pod): Promise<string[]> =>
-    JSON.parse(await e.exec(agent, ['node', '-p', "JSON.stringify(require('fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').filter(Boolean))"])) as string[];
+  const commandOf = async (agent: V1Pod): Promise<string[]> => JSON.parse(await e.waitFor(
+    () => e.exec(agent, ['node', '-p', "JSON.stringify(require('fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').filter(Boolean))"]).catch(() => ''),
+    'the agent container\'s command line, read in it')) as string[];
   /** A pod's container reads its ownerReferences, naming the DaemonSet, from each of its volumes. */
   const readsOwners = async (pod: V1Pod, name: string, uid: string | undefined): Promise<void> => {
     // The memory-backed emptyDir is a tmpfs the kubelet mounted after the agent started: only
