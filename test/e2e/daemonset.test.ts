@@ -75,8 +75,21 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
       expect(items(got)).toEqual([expect.objectContaining({ kind: 'DaemonSet', name, uid })]);
     }
   };
-  const name = 'ds-reader';
-  let readerUid: string | undefined;
+  /** A DaemonSet whose pod opts in with an emptyDir and a CSI volume; its uid and its pod once Running. */
+  const reader = async (name: string): Promise<{ uid: string; pod: V1Pod }> => {
+    const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name }, spec: {
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name }, annotations: { 'ownerrefs.dev/volume': 'podinfo' } }, spec: {
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'],
+          volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo', readOnly: true }, { name: 'csi', mountPath: '/etc/csi', readOnly: true }] }],
+        volumes: [{ name: 'podinfo', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }, { name: 'csi', csi: { driver: 'ownerrefs.dev', readOnly: true } }],
+      } },
+    } } });
+    const pod: V1Pod = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` }))
+      .items.find((p) => p.status?.phase === 'Running'), `the ${name} pod Running`, 180_000);
+    return { uid: ds.metadata!.uid!, pod };
+  };
 
   beforeAll(async () => {
     execFileSync('mount', ['--make-rshared', '/']);
@@ -91,32 +104,17 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     const agent = await readyAgent();
     expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:dev');
     expect(await commandOf(agent)).toEqual(['node', ...NODE_FLAGS, 'dist/agent/main.js', ...agent.spec!.containers[0]!.args!]); // the image's ENTRYPOINT
-    const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name }, spec: {
-      selector: { matchLabels: { app: name } },
-      template: { metadata: { labels: { app: name }, annotations: { 'ownerrefs.dev/volume': 'podinfo' } }, spec: {
-        terminationGracePeriodSeconds: 1,
-        containers: [{ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'],
-          volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo', readOnly: true }, { name: 'csi', mountPath: '/etc/csi', readOnly: true }] }],
-        volumes: [{ name: 'podinfo', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }, { name: 'csi', csi: { driver: 'ownerrefs.dev', readOnly: true } }],
-      } },
-    } } });
-    readerUid = ds.metadata!.uid;
-    const pod: V1Pod = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` }))
-      .items.find((p) => p.status?.phase === 'Running'), 'the reader pod Running', 180_000);
-    await readsOwners(pod, name, readerUid);
+    const { uid, pod } = await reader('ds-reader');
+    await readsOwners(pod, 'ds-reader', uid);
   });
 
   it('rolls the agent onto V8\'s optimising compilers with v8.optimizingCompilers, and a new pod reads its owners', { timeout: 400_000 }, async () => {
-    expect(readerUid, 'runs after the test above').toBeDefined();
     const before = await readyAgent();
     await apply(e.kc, rendering(['--set', 'v8.optimizingCompilers=true']) as KubernetesObject[]);
     const agent = await readyAgent(before.metadata!.name);
     expect(await commandOf(agent)).toEqual(['node', ...NODE_FLAGS_OPTIMIZING, 'dist/agent/main.js', ...agent.spec!.containers[0]!.args!]);
-    // A reader pod made after the roll: its files come from the rolled agent.
-    const old = (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` })).items.map((p) => p.metadata!.name);
-    await e.core.deleteCollectionNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` });
-    const pod: V1Pod = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: `app=${name}` }))
-      .items.find((p) => !old.includes(p.metadata!.name) && p.status?.phase === 'Running'), 'a new reader pod Running', 180_000);
-    await readsOwners(pod, name, readerUid);
+    // A pod made after the roll: its files come from the rolled agent.
+    const { uid, pod } = await reader('ds-reader-optimising');
+    await readsOwners(pod, 'ds-reader-optimising', uid);
   });
 });
