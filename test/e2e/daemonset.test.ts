@@ -64,7 +64,7 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     () => e.exec(agent, ['node', '-p', "JSON.stringify(require('fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').filter(Boolean))"]).catch(() => ''),
     'the agent container\'s command line, read in it')) as string[];
   /** A pod's container reads its ownerReferences, naming the DaemonSet, from each of its volumes. */
-  const readsOwners = async (pod: V1Pod, name: string, uid: string | undefined): Promise<void> => {
+  const readsOwners = async (pod: V1Pod, name: string, uid: string): Promise<void> => {
     // The memory-backed emptyDir is a tmpfs the kubelet mounted after the agent started: only
     // HostToContainer propagation lets the agent's writes land in it.
     for (const dir of ['/etc/podinfo', '/etc/csi']) {
