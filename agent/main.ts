@@ -17,8 +17,26 @@ Commands:
 
 Run "ownerrefs-agent <command> --help" for a command's flags. --debug adds the stack
 trace to an error message. Exit codes: 0 done, 1 bad input or a failure, 2 bad usage,
-3 (render) the agent would refuse the pod, (inject) the webhook would deny an object.
+3 (render) the agent would refuse the pod, (inject) the webhook would deny an object,
+141 the reader of standard output went away (as for a program killed by SIGPIPE).
 `;
+
+/**
+ * Standard output that cannot be written (a reader that closed the pipe, `| head`; a full
+ * disk) is an error event on the stream, which Node turns into an uncaught exception and
+ * a stack trace. A closed pipe ends the command quietly, as SIGPIPE ends other tools; any
+ * other failure is one line and exit 1.
+ */
+function guardOutput(): void {
+  const onError = (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(141);
+    process.stderr.write(`ownerrefs-agent: cannot write to standard output: ${oneLine(err.message)}\n`);
+    process.exit(1);
+  };
+  process.stdout.on('error', onError);
+  // Nowhere left to say anything: end with the failure's code.
+  process.stderr.on('error', (err: NodeJS.ErrnoException) => process.exit(err.code === 'EPIPE' ? 141 : 1));
+}
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv.filter((a) => a !== '--debug'); // --debug: see the error handler below
@@ -94,7 +112,7 @@ async function serveWebhook(argv: string[]): Promise<number> {
 }
 
 function unknownCommand(cmd: string): number {
-  process.stderr.write(`unknown command ${JSON.stringify(cmd)}\n\n${HELP}`);
+  process.stderr.write(`ownerrefs-agent: unknown command ${oneLine(JSON.stringify(cmd))}; the commands are run, render, webhook, inject and doctor (ownerrefs-agent --help)\n`);
   return 2;
 }
 
@@ -109,6 +127,7 @@ function oneLine(s: string): string {
 }
 
 const argv = process.argv.slice(2);
+guardOutput();
 main(argv).then(
   (code) => { process.exitCode = code; },
   (err: unknown) => {

@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -26,5 +26,38 @@ describe('ownerrefs-agent run', () => {
     expect(r.status).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^ownerrefs-agent: .*(ENOTDIR|EEXIST)/);
+  });
+});
+
+describe('ownerrefs-agent output', () => {
+  const MAIN = path.join(ROOT, 'agent', 'main.ts');
+
+  it('ends quietly with 141 when the reader of its output goes away (| head), never with a stack trace', async () => {
+    // A List of 3,000 pods prints far more than a pipe holds, so the write meets EPIPE.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-main-'));
+    const list = path.join(dir, 'list.json');
+    writeFileSync(list, JSON.stringify({ kind: 'List', items: Array.from({ length: 3000 }, (_, i) => ({ kind: 'Pod', metadata: { name: `p${i}` }, spec: {} })) }));
+    const child = spawn(process.execPath, [MAIN, 'inject', '-f', list], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.once('data', () => child.stdout.destroy()); // read one chunk, then close: `| head -c`
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(141);
+    expect(stderr).toBe('');
+  });
+
+  it('says in one line, exit 1, when its output cannot be written (a full disk)', () => {
+    const r = spawnSync(process.execPath, [MAIN, 'render', path.join(ROOT, 'examples', 'kep-pod.yaml')],
+      { encoding: 'utf8', stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^ownerrefs-agent: cannot write to standard output: ENOSPC/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('answers an unknown command in one line, exit 2', () => {
+    const r = spawnSync(process.execPath, [MAIN, 'bogus\x1b[2J'], { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^ownerrefs-agent: unknown command "bogus\\u001b\[2J"; the commands are run, render, webhook, inject and doctor/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
