@@ -4,7 +4,9 @@
 // where a lenient reader would drop it (`controller: "true"`) or make up an owner of
 // empty strings (a YAML !!binary scalar).
 
+import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
+import { parseQuantity } from '../../projections/quantity.ts';
 import type { PodView } from '../policy/podtable.ts';
 
 export class InputError extends Error {
@@ -61,6 +63,17 @@ const stringMap: Check = (v, at) => {
   for (const [k, x] of Object.entries(v as object)) string(x, `${at}[${JSON.stringify(k)}]`);
 };
 
+/** A resource list: each value a quantity (a string or a number), as resource.Quantity decodes it. */
+const quantities: Check = (v, at) => {
+  object({})(v, at);
+  for (const [k, x] of Object.entries(v as object)) {
+    const where = `${at}[${JSON.stringify(k)}]`;
+    if (typeof x !== 'string' && typeof x !== 'number') fail(where, x, 'a quantity (like 500m or 1Gi)');
+    else if (parseQuantity(String(x)) === undefined) fail(where, x, 'a quantity (like 500m or 1Gi)');
+  }
+};
+const containers = optional(list(object({ resources: optional(object({ limits: optional(quantities), requests: optional(quantities) })) })));
+
 /** The fields the agent reads, typed as the API server's decoder types them. */
 const POD = object({
   kind: optional(string),
@@ -72,7 +85,7 @@ const POD = object({
       controller: optional(boolean), blockOwnerDeletion: optional(boolean),
     }))),
   })),
-  spec: optional(object({ volumes: optional(list(object({ name: optional(string) }))) })),
+  spec: optional(object({ volumes: optional(list(object({ name: optional(string) }))), containers, initContainers: containers })),
 });
 
 /** One Pod manifest from bytes (YAML or JSON), or an InputError naming what is wrong. */
@@ -81,15 +94,37 @@ export function parsePod(bytes: Uint8Array): PodView {
   if (text.trim() === '') throw new InputError('the input is empty; give a Pod manifest (YAML or JSON)');
   let doc: unknown;
   try {
-    doc = parseYaml(text, { version: '1.1' }); // kubectl's YAML: yes/on/off are booleans there too
+    // kubectl's YAML: yes/on/off are booleans there too. Warnings (an unknown directive or
+    // tag) change nothing in the result; the library would print them as several lines.
+    doc = parseYaml(text, { version: '1.1', logLevel: 'error' });
   } catch (err) {
+    if ((err as { code?: unknown }).code === 'MULTIPLE_DOCS') throw new InputError('the input holds more than one YAML document; give one Pod manifest');
+    if (err instanceof RangeError || /Maximum call stack size exceeded/.test(String((err as Error).message))) throw new InputError('the input is nested too deeply to be a Pod manifest');
     throw new InputError(`the input is not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc) || doc instanceof Uint8Array) {
     throw new InputError(`the input is ${describeValue(doc)}, not a Pod manifest`);
   }
   const kind = (doc as { kind?: unknown }).kind;
-  if (kind !== undefined && kind !== 'Pod') throw new InputError(`the input is a ${String(kind)}, not a Pod`);
+  if (kind !== undefined && kind !== 'Pod') {
+    throw new InputError(typeof kind === 'string' ? `the input is a ${kind}, not a Pod` : `the input's kind is ${describeValue(kind)}, where a Pod has "Pod"`);
+  }
   POD(doc, '');
   return doc as PodView;
+}
+
+/** The bytes of `source`, or of standard input for "-" or none; a file that cannot be read is an InputError naming it. */
+export async function readInput(source: string | undefined, stdin: NodeJS.ReadableStream): Promise<Buffer> {
+  if (source === undefined || source === '-') {
+    const chunks: Buffer[] = [];
+    for await (const c of stdin) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
+    return Buffer.concat(chunks);
+  }
+  try {
+    return await readFile(source);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+    throw new InputError(`cannot read ${JSON.stringify(source)}: ${why}`, { cause: err });
+  }
 }

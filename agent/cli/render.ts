@@ -6,16 +6,17 @@
 // Exit codes: 0 the files; 1 bad input (not a Pod manifest); 2 bad usage; 3 the agent
 // would refuse this pod (each refusal on stderr as "Reason: message").
 
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { MAX_BYTES } from '../common/defaults.ts';
 import { ConfigError } from '../common/errors.ts';
+import { describe, isDns1123Label } from '../common/validation.ts';
 import { DRIVER_NAME } from '../csi/driver.ts';
 import { admit } from '../policy/admission.ts';
 import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
 import { FsVolumeWriter } from '../volume/writer.ts';
-import { InputError, parsePod } from './podinput.ts';
+import { parseQuantity } from '../../projections/quantity.ts';
+import { InputError, parsePod, readInput } from './podinput.ts';
 
 export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--volume NAME] [--allocatable cpu=Q,memory=Q] [--no-env-file] [--no-dependents-file] [--max-bytes N] [FILE|-]
 
@@ -52,15 +53,16 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
     strict: true,
   });
   if (positionals.length > 1) throw new ConfigError(`render takes at most one FILE, got ${positionals.length}`);
-  const maxBytes = Number(values['max-bytes'] ?? MAX_BYTES);
+  const maxBytes = values['max-bytes'] === undefined ? MAX_BYTES : /^[0-9]{1,15}$/.test(values['max-bytes']) ? Number(values['max-bytes']) : NaN;
   if (!Number.isInteger(maxBytes) || maxBytes < 1024) throw new ConfigError(`--max-bytes must be a whole number >= 1024, got ${JSON.stringify(values['max-bytes'])}`);
+  const allocatable = parseAllocatable(values.allocatable); // usage errors before reading any input
   const source = positionals[0];
-  const bytes = source === undefined || source === '-' ? await readStream(stdin) : await fs.readFile(source);
+  const bytes = await readInput(source, stdin);
   const pod = parsePod(bytes);
   const a = admit(pod.metadata?.uid ? pod : { ...pod, metadata: { ...pod.metadata, uid: PLACEHOLDER_UID } }, {
     kubeletRoot: '/var/lib/kubelet', maxBytes, csiDriver: DRIVER_NAME,
     settings: { paused: false, envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'], nodeFile: false, followOwners: false },
-    allocatable: parseAllocatable(values.allocatable),
+    allocatable,
   });
   const refusals = a.optedIn ? a.errors : [{ reason: 'NotOptedIn', message: `the pod has neither the ${ANNOTATION_VOLUME} annotation nor a csi volume of driver ${DRIVER_NAME}; the agent writes nothing for it` }];
   if (refusals.length > 0) {
@@ -74,7 +76,10 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
     if (!declared) throw new InputError(`the pod has no volume ${JSON.stringify(values.volume)}`);
     if (Array.isArray(own)) files = own;
   } else {
-    for (const name of a.volumeFiles.keys()) stderr.write(`note: volume ${name} holds downwardAPI items, not these files; render it with --volume ${name}\n`);
+    for (const name of a.volumeFiles.keys()) {
+      const shown = isDns1123Label(name) ? name : describe(name); // a name the pod chose: never raw on a terminal
+      stderr.write(`note: volume ${shown} holds downwardAPI items, not these files; render it with --volume ${shown}\n`);
+    }
   }
   if (values.out !== undefined) {
     await new FsVolumeWriter().sync({ root: path.resolve(values.out), components: [] }, files, [], { createTarget: false });
@@ -85,20 +90,15 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
   return 0;
 }
 
-/** `cpu=4,memory=16Gi` -> a resource list (quantities are checked where they are read). */
+/** `cpu=4,memory=16Gi` -> a resource list; a quantity Kubernetes would not parse is bad usage. */
 function parseAllocatable(v: string | undefined): Record<string, string> {
   if (v === undefined || v === '') return {};
   const out: Record<string, string> = {};
   for (const part of v.split(',')) {
     const m = /^([a-z0-9.\/-]+)=(\S+)$/.exec(part.trim());
     if (!m) throw new ConfigError(`--allocatable takes name=quantity pairs, like cpu=4,memory=16Gi; got ${JSON.stringify(part)}`);
+    if (parseQuantity(m[2]!) === undefined) throw new ConfigError(`--allocatable: ${JSON.stringify(m[2])} is not a Kubernetes quantity (like 4, 500m, 16Gi)`);
     out[m[1]!] = m[2]!;
   }
   return out;
-}
-
-async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of s) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
-  return Buffer.concat(chunks);
 }

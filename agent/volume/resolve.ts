@@ -55,8 +55,11 @@ export function parseVolumeList(value: string): { names: string[]; errors: Proje
       `${ANNOTATION_VOLUME} lists ${parts.length} volumes; at most ${MAX_VOLUMES_PER_POD} are allowed`));
     return { names, errors };
   }
+  const refused = new Set<string>(); // each bad name reported once (",,," is one mistake, not three)
   for (const p of parts) {
     if (!isDns1123Label(p)) { // Kubernetes requires volume names to be DNS-1123 labels
+      if (refused.has(p)) continue;
+      refused.add(p);
       errors.push(new ProjectionError('InvalidAnnotation',
         `${ANNOTATION_VOLUME}: ${describe(p)} is not a valid volume name (lower-case DNS-1123 label, at most 63 characters); ` +
         'set it to the name of an emptyDir volume, or a comma-separated list of them'));

@@ -91,6 +91,11 @@ describe('ownerrefs-agent render', () => {
     { what: 'a list', input: '- kind: Pod\n', code: 1, message: /the input is a list, not a Pod manifest/ },
     { what: 'a DaemonSet', input: 'kind: DaemonSet\n', code: 1, message: /the input is a DaemonSet, not a Pod/ },
     { what: 'raw control bytes in the kind', input: 'kind: "Da\\x1b[31mnger"\n', code: 1, message: /Da\\u001b\[31mnger/ },
+    { what: 'two YAML documents', input: 'kind: Pod\n---\nkind: Pod\n', code: 1, message: /the input holds more than one YAML document; give one Pod manifest/ },
+    { what: 'nesting deep enough to exhaust the parser', input: '['.repeat(20_000), code: 1, message: /the input is nested too deeply to be a Pod manifest/ },
+    { what: 'a kind that is a list', input: 'kind: [Pod]\n', code: 1, message: /the input's kind is a list, where a Pod has "Pod"/ },
+    { what: 'a container limit that is not a quantity', input: 'kind: Pod\nspec: {containers: [{name: c, resources: {limits: {cpu: abc}}}]}\n', code: 1,
+      message: /spec\.containers\[0\]\.resources\.limits\["cpu"\]: a string \("abc"\), where Kubernetes expects a quantity/ },
   ])('$what: exit $code, one line', async ({ input, code, message }) => {
     const f = path.join(tmpDir(), 'in.yaml');
     writeFileSync(f, input);
@@ -105,10 +110,26 @@ describe('ownerrefs-agent render', () => {
     { what: 'two file arguments', args: ['render', 'a.yaml', 'b.yaml'], message: /render takes at most one FILE, got 2/ },
     { what: 'an unknown flag', args: ['render', '--bogus'], message: /Unknown option '--bogus'/ },
     { what: 'a bad --max-bytes', args: ['render', '--max-bytes', 'lots'], message: /--max-bytes must be a whole number >= 1024/ },
+    { what: 'a --max-bytes in exponent notation', args: ['render', '--max-bytes', '1e9'], message: /--max-bytes must be a whole number >= 1024, got "1e9"/ },
+    { what: 'an --allocatable that is not a quantity', args: ['render', '--allocatable', 'cpu=4x'], message: /--allocatable: "4x" is not a Kubernetes quantity/ },
   ])('$what: exit 2, one line', async ({ args, message }) => {
     const err = await cli(...args).catch((e: { code: number; stderr: string }) => e) as { code: number; stderr: string };
     expect(err).toMatchObject({ code: 2, stderr: expect.stringMatching(message) });
     expect(err.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('names an input that cannot be read: exit 1, one line', async () => {
+    const dir = tmpDir();
+    const err = await cli('render', dir).catch((e: { code: number; stderr: string }) => e) as { code: number; stderr: string };
+    expect(err).toMatchObject({ code: 1, stderr: `ownerrefs-agent: cannot read ${JSON.stringify(dir)}: it is a directory\n` });
+  });
+
+  it('reads YAML with an unknown directive or tag without printing the parser\'s warnings', async () => {
+    const f = path.join(tmpDir(), 'pod.yaml');
+    writeFileSync(f, '%FOO bar\n---\n' + POD_WITH('podinfo', 'emptyDir: {}') + 'x: !!foo y\n');
+    const { stdout, stderr } = await cli('render', f);
+    expect(Object.keys(JSON.parse(stdout) as object)).toContain('ownerReferences');
+    expect(stderr).toBe('');
   });
 
   it('a missing --out directory is bad input: exit 1, one line; --debug adds the stack', async () => {
@@ -149,6 +170,13 @@ describe('ownerrefs-agent render --volume (downwardAPI items)', () => {
   it('says which volumes hold items when --volume is not given', async () => {
     const r = await withStdin([], itemPod([{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }]));
     expect(r.err).toMatch(/^note: volume podinfo holds downwardAPI items, not these files; render it with --volume podinfo$/m);
+  });
+
+  it('quotes a volume name that is not a Kubernetes name, controls escaped, in its note', async () => {
+    const pod = JSON.parse(itemPod([{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }])) as { spec: { volumes: { name: string }[] } };
+    pod.spec.volumes[0]!.name = 'v\nEVIL\x1b[31m';
+    const r = await withStdin([], JSON.stringify(pod));
+    expect(r.err).toBe('note: volume "v\\nEVIL\\u001b[31m" holds downwardAPI items, not these files; render it with --volume "v\\nEVIL\\u001b[31m"\n');
   });
 
   it('refuses items the agent would refuse, with the reason and exit 3', async () => {

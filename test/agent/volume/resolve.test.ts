@@ -26,6 +26,12 @@ describe('parseVolumeList', () => {
     for (const n of names) expect(n).toMatch(/^[a-z0-9-]+$/);
   });
 
+  it('reports each bad name once, however often the list repeats it', () => {
+    const { names, errors } = parseVolumeList(',,a,,B,B');
+    expect(names).toEqual(['a']);
+    expect(errors.map((e) => e.message.match(/: (".*?") is not/)?.[1])).toEqual(['""', '"B"']);
+  });
+
   it('refuses more than the maximum number of volumes', () => {
     const value = Array.from({ length: MAX_VOLUMES_PER_POD + 1 }, (_, i) => `v${i}`).join(',');
     expect(parseVolumeList(value).errors[0]?.message).toMatch(/at most/);
