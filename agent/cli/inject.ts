@@ -6,13 +6,13 @@
 // Exit codes: 0 printed; 1 bad input; 2 bad usage; 3 the webhook would deny an object
 // (its message on stderr, prefixed by the object; nothing printed).
 
-import fs from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ConfigError } from '../common/errors.ts';
+import { describe } from '../common/validation.ts';
 import { mutate, POD_SPEC_PATHS } from '../webhook/objects.ts';
 import { applyPatch } from '../webhook/patch.ts';
-import { decodeUtf8, InputError } from './podinput.ts';
+import { decodeUtf8, InputError, readInput } from './podinput.ts';
 
 export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
@@ -28,15 +28,24 @@ export const EXIT_DENIED = 3;
 
 type Obj = Record<string, unknown>;
 
+/** A name as written when it could be a Kubernetes name; else quoted, controls escaped (it is echoed to a terminal). */
+function shown(v: unknown): string {
+  return typeof v === 'string' && /^[\x21-\x7e]{0,253}$/.test(v) ? v : describe(typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
+}
+
 function isRecord(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { filename: { type: 'string', short: 'f' } }, allowPositionals: true, strict: true });
-  if (positionals.length > 0) throw new ConfigError(`inject takes its input with -f FILE (or standard input), not ${JSON.stringify(positionals[0])}`);
-  const source = values.filename;
-  const text = decodeUtf8(source === undefined || source === '-' ? await readStream(stdin) : await fs.readFile(source));
+  const { values, positionals } = parseArgs({ args: argv, options: { filename: { type: 'string', short: 'f', multiple: true } }, allowPositionals: true, strict: true });
+  // A lone "-" is standard input, as the usage line shows (`inject -`, like `-f -`).
+  const inputs = [...(values.filename ?? []), ...positionals.filter((p) => p === '-')];
+  const stray = positionals.find((p) => p !== '-');
+  if (stray !== undefined) throw new ConfigError(`inject takes its input with -f FILE (or standard input), not ${JSON.stringify(stray)}`);
+  if (inputs.length > 1) throw new ConfigError(`inject reads one input; ${inputs.length} were given`);
+  const source = inputs[0];
+  const text = decodeUtf8(await readInput(source, stdin));
   if (text.trim() === '') throw new InputError('the input is empty; give a manifest (YAML or JSON)');
   const json = /^\s*[[{]/.test(text);
   const docs = parseAllDocuments(text, { version: '1.1' });
@@ -52,6 +61,7 @@ export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdou
     out.push(r.obj);
   }
   if (denied) return EXIT_DENIED;
+  if (out.length === 0) throw new InputError('the input holds no object, only empty YAML documents');
   stdout.write(json ? out.map((o) => JSON.stringify(o, null, 2) + '\n').join('') : out.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
   return 0;
 }
@@ -70,7 +80,7 @@ function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream
   }
   if (!(kind in POD_SPEC_PATHS)) return { obj, denied: false };
   const meta = isRecord(obj.metadata) ? obj.metadata : {};
-  const name = `${kind} ${String(meta.namespace ? `${String(meta.namespace)}/` : '')}${String(meta.name ?? meta.generateName ?? '')}`;
+  const name = `${kind} ${meta.namespace ? `${shown(meta.namespace)}/` : ''}${shown(meta.name ?? meta.generateName ?? '')}`;
   const m = mutate(kind, obj);
   if (!m.allowed) {
     stderr.write(`${where} (${name}): denied: ${m.message}\n`);
@@ -81,10 +91,4 @@ function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream
     stderr.write(`${where} (${name}): warning: the manifest lists no ownerReferences, so its env gets "items":[]; pods made by controllers carry theirs\n`);
   }
   return { obj: applyPatch(obj, m.patch), denied: false };
-}
-
-async function readStream(s: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of s) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
-  return Buffer.concat(chunks);
 }

@@ -8,6 +8,7 @@
 //   PodTemplate                            template.spec
 
 import type { OwnerReference } from '../../projections/types.ts';
+import { describe } from '../common/validation.ts';
 import { mentionsOwnerReferences, rewriteSpec, type PatchOp } from './podspec.ts';
 
 /** Kind -> path of its pod spec. */
@@ -47,9 +48,10 @@ export function mutate(kind: string, obj: unknown): Mutation {
   const spec = dig(obj, path);
   const template = kind !== 'Pod';
   if (!mentionsOwnerReferences(spec, !template)) return { allowed: true, patch: [], changed: [], warnings: [] };
-  const meta = dig(obj, ['metadata']) as { name?: string; generateName?: string; ownerReferences?: OwnerReference[] } | undefined;
-  const name = meta?.name || (meta?.generateName ? `${meta.generateName}*` : '(unnamed)');
-  const owners = Array.isArray(meta?.ownerReferences) ? meta.ownerReferences : [];
+  const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; ownerReferences?: unknown } | undefined;
+  const name = objectName(meta);
+  const { owners, refusals } = template ? { owners: [], refusals: [] } : ownersOf(meta?.ownerReferences);
+  if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
   const r = rewriteSpec(spec, { template, owners, at: path.join('.') });
   if (r.refusals.length > 0) return { allowed: false, message: denial(kind, name, r.refusals) };
   const prefix = '/' + path.join('/');
@@ -57,4 +59,33 @@ export function mutate(kind: string, obj: unknown): Mutation {
     ? ['the pod lists more than one owner with controller: true; the API server refuses that for any pod']
     : [];
   return { allowed: true, patch: r.ops.map((op) => ({ ...op, path: prefix + op.path })), changed: r.changed, warnings };
+}
+
+/**
+ * Mutation runs before validation, so the name may be anything the author sent: shown as
+ * is when it could be a Kubernetes name, else quoted with controls escaped.
+ */
+function objectName(meta: { name?: unknown; generateName?: unknown } | undefined): string {
+  const shown = (v: unknown) => typeof v === 'string' && /^[\x21-\x7e]{1,253}$/.test(v) ? v : describe(typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
+  if (meta?.name !== undefined && meta.name !== '') return shown(meta.name);
+  return meta?.generateName !== undefined && meta.generateName !== '' ? `${shown(meta.generateName)}*` : '(unnamed)';
+}
+
+/**
+ * A Pod's owners for its env literal. From the API server they are always well typed; an
+ * offline manifest (`inject`) may hold anything, and each entry that Kubernetes would not
+ * decode is refused by its field, never rendered as an owner of empty strings.
+ */
+function ownersOf(refs: unknown): { owners: OwnerReference[]; refusals: string[] } {
+  if (refs === undefined || refs === null) return { owners: [], refusals: [] };
+  if (!Array.isArray(refs)) return { owners: [], refusals: ['metadata.ownerReferences: not a list'] };
+  const refusals: string[] = [];
+  refs.forEach((o: unknown, i) => {
+    const at = `metadata.ownerReferences[${i}]`;
+    if (typeof o !== 'object' || o === null || Array.isArray(o)) return void refusals.push(`${at}: not an object`);
+    const r = o as Record<string, unknown>;
+    for (const k of ['apiVersion', 'kind', 'name', 'uid']) if (r[k] !== undefined && typeof r[k] !== 'string') refusals.push(`${at}.${k}: not a string`);
+    for (const k of ['controller', 'blockOwnerDeletion']) if (r[k] !== undefined && typeof r[k] !== 'boolean') refusals.push(`${at}.${k}: not a boolean (true or false, not quoted)`);
+  });
+  return { owners: refusals.length > 0 ? [] : refs as OwnerReference[], refusals };
 }

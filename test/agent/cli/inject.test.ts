@@ -63,6 +63,37 @@ describe('ownerrefs-agent inject', () => {
     expect(r.stderr).toMatch(/warning: the pod lists more than one owner with controller: true/);
   });
 
+  it("names, escaped, an object whose name is not a Kubernetes name (it is echoed to a terminal)", async () => {
+    const pod = { kind: 'Pod', metadata: { name: 'p\n\x1b[31mX' }, spec: kepSpec() };
+    const r = await cli([], JSON.stringify(pod));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('document 1 (Pod "p\\n\\u001b[31mX"): warning: the manifest lists no ownerReferences, so its env gets "items":[]; pods made by controllers carry theirs\n');
+  });
+
+  it('refuses owners Kubernetes would not decode, exit 3, instead of failing on them', async () => {
+    const pod = { kind: 'Pod', metadata: { name: 'p', ownerReferences: [null] }, spec: kepSpec() };
+    const r = await cli([], JSON.stringify(pod));
+    expect(r).toMatchObject({ code: 3, stdout: '' });
+    expect(r.stderr).toMatch(/^document 1 \(Pod p\): denied: .*metadata\.ownerReferences\[0\]: not an object\n$/);
+  });
+
+  it.each([
+    { what: 'two inputs', args: ['-f', 'a.yaml', '-f', 'b.yaml'], stdin: '', code: 2, message: /^ownerrefs-agent: inject reads one input; 2 were given$/ },
+    { what: 'a file and standard input', args: ['-f', 'a.yaml', '-'], stdin: '', code: 2, message: /^ownerrefs-agent: inject reads one input; 2 were given$/ },
+    { what: 'only empty documents', args: [], stdin: '---\n---\n', code: 1, message: /^ownerrefs-agent: the input holds no object, only empty YAML documents$/ },
+    { what: 'a directory', args: ['-f', '/'], stdin: '', code: 1, message: /^ownerrefs-agent: cannot read "\/": it is a directory$/ },
+  ])('$what: exit $code, one line', async ({ args, stdin, code, message }) => {
+    const r = await cli(args, stdin);
+    expect(r.code).toBe(code);
+    expect(r.stderr.trimEnd()).toMatch(message);
+  });
+
+  it('reads standard input for a lone "-", as its usage line shows', async () => {
+    const r = await cli(['-'], JSON.stringify({ kind: 'ConfigMap', metadata: { name: 'c' } }));
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(r.stdout)).toEqual({ kind: 'ConfigMap', metadata: { name: 'c' } });
+  });
+
   it('says in one line what is wrong with input that is not a manifest', async () => {
     const r = await cli([], 'a: [unclosed\n');
     expect(r.code).toBe(1);

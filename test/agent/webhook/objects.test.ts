@@ -135,6 +135,19 @@ describe('refusals say what to write instead, and nothing is dropped silently', 
     expect(denial('Deployment', workload('Deployment', spec))).toMatch(/Deployment kep-deployment/);
   });
 
+  // From the API server they are always well typed; an offline manifest (inject) may hold anything.
+  it("refuses a Pod's ownerReferences that Kubernetes would not decode, naming each field, rather than rendering an owner of empty strings", () => {
+    const pod = { ...kepPod(kepSpec()), metadata: { name: 'p', ownerReferences: [null, 5, { name: 7, controller: 'yes' }] } };
+    expect(denial('Pod', pod)).toBe('ownerrefs.dev cannot serve metadata.ownerReferences for Pod p: metadata.ownerReferences[0]: not an object; ' +
+      'metadata.ownerReferences[1]: not an object; metadata.ownerReferences[2].name: not a string; ' +
+      'metadata.ownerReferences[2].controller: not a boolean (true or false, not quoted)');
+  });
+
+  it('quotes a name that could not be a Kubernetes name, controls escaped (mutation runs before validation)', () => {
+    const pod = { ...kepPod(kepSpec()), metadata: { name: 'p\n\x1b[31m', ownerReferences: 'x' } };
+    expect(denial('Pod', pod)).toMatch(/^ownerrefs.dev cannot serve metadata.ownerReferences for Pod "p\\n\\u001b\[31m": metadata.ownerReferences: not a list$/);
+  });
+
   it('names at most five problems and counts the rest', () => {
     const items = Array.from({ length: 8 }, (_, i) => ({ path: `/abs${i}`, fieldRef: { fieldPath: 'metadata.name' } }));
     expect(denial('Pod', kepPod({ containers: [{ name: 'app' }], volumes: [kepVolume('podinfo', items)] } as never))).toMatch(/\(and 3 more\)$/);
@@ -144,7 +157,7 @@ describe('refusals say what to write instead, and nothing is dropped silently', 
 describe('hostile shapes never throw', () => {
   const shapes: unknown[] = [null, 42, 'pod', [], { spec: null }, { spec: { containers: 'x' } }, { spec: { containers: [null, 1, { env: 'x' }, { env: [null, { valueFrom: 1 }, { valueFrom: { fieldRef: 'x' } }] }] } },
     { spec: { volumes: [null, { downwardAPI: null }, { downwardAPI: { items: 'x' } }, { projected: { sources: [null, 1] } }] } },
-    { metadata: { ownerReferences: 'x' }, spec: kepSpec() }, { spec: { volumes: [{ name: 'v', downwardAPI: { items: [{ fieldRef: { fieldPath: OWNERS_FIELD } }, 7] } }] } }];
+    { metadata: { ownerReferences: 'x' }, spec: kepSpec() }, { metadata: { ownerReferences: [null, 5, { name: 7, controller: 'yes' }] }, spec: kepSpec() }, { spec: { volumes: [{ name: 'v', downwardAPI: { items: [{ fieldRef: { fieldPath: OWNERS_FIELD } }, 7] } }] } }];
   it.each(shapes.map((s, i) => [i, s] as const))('shape %i', (_i, s) => {
     for (const kind of ['Pod', 'Deployment', 'CronJob', 'PodTemplate']) expect(() => mutate(kind, s)).not.toThrow();
   });
