@@ -97,8 +97,8 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
   const nodeName = get('node-name');
   if (!nodeName) throw new ConfigError('--node-name (or NODE_NAME) is required');
   const addr = get('health-addr');
-  const m = /^(.*):(\d+)$/.exec(addr);
-  if (!m) throw new ConfigError(`--health-addr must be host:port, got ${JSON.stringify(addr)}`);
+  const m = /^(.*):(\d{1,5})$/.exec(addr);
+  if (!m || Number(m[2]) > 65535) throw new ConfigError(`--health-addr must be host:port with a port from 0 to 65535, got ${JSON.stringify(addr)}`);
   const csiSocket = get('csi-socket');
   if (csiSocket && !csiSocket.startsWith('/')) throw new ConfigError(`--csi-socket must be an absolute path, got ${JSON.stringify(csiSocket)}`);
   const level = get('log-level');

@@ -32,7 +32,7 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   let watcher: { close(): Promise<void> } | undefined;
   let timer: NodeJS.Timeout | undefined;
   if (cfg.certFile && cfg.keyFile) {
-    const read = async () => ({ cert: await readFile(cfg.certFile!, 'utf8'), key: await readFile(cfg.keyFile!, 'utf8') });
+    const read = () => readTlsFiles(cfg.certFile!, cfg.keyFile!);
     tls = await read();
     refresh = read;
   } else {
@@ -98,6 +98,34 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       await new Promise<void>((r) => health.close(() => r()));
     },
   };
+}
+
+/**
+ * The serving pair from files, each checked on its own, so that an error names the file at
+ * fault rather than OpenSSL's "PEM routines::no start line" for one of the two.
+ */
+async function readTlsFiles(certFile: string, keyFile: string): Promise<TlsMaterial> {
+  const { X509Certificate, createPrivateKey } = process.getBuiltinModule('node:crypto');
+  const load = async (file: string, flag: string, what: string, check: (pem: string) => unknown) => {
+    let pem: string;
+    try {
+      pem = await readFile(file, 'utf8');
+    } catch (err) {
+      throw new Error(`--${flag} ${JSON.stringify(file)}: cannot read it (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+    }
+    try {
+      check(pem);
+    } catch (err) {
+      throw new Error(`--${flag} ${JSON.stringify(file)}: not a PEM ${what} (${(err as Error).message})`, { cause: err });
+    }
+    return pem;
+  };
+  const cert = await load(certFile, 'tls-cert-file', 'certificate', (pem) => new X509Certificate(pem));
+  const key = await load(keyFile, 'tls-key-file', 'private key', (pem) => createPrivateKey(pem));
+  if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) {
+    throw new Error(`--tls-key-file ${JSON.stringify(keyFile)} is not the key of the certificate in --tls-cert-file ${JSON.stringify(certFile)}`);
+  }
+  return { cert, key };
 }
 
 function setExpiry(tls: TlsMaterial, g: Gauge): void {

@@ -66,6 +66,7 @@ describe('run flags', () => {
   it.each([
     { what: 'no node name', argv: [], message: /--node-name \(or NODE_NAME\) is required/ },
     { what: 'a health address without a port', argv: [...base, '--health-addr=localhost'], message: /--health-addr must be host:port/ },
+    { what: 'a health port over 65535', argv: [...base, '--health-addr=127.0.0.1:99999'], message: /--health-addr must be host:port with a port from 0 to 65535, got "127.0.0.1:99999"/ },
     { what: 'an unknown log level', argv: [...base, '--log-level=verbose'], message: /--log-level must be one of/ },
     { what: 'a resync period that is not a number', argv: [...base, '--resync-seconds=soon'], message: /--resync-seconds must be a number >= 1, got "soon"/ },
     { what: 'a stall bound under a second', argv: [...base, '--stall-seconds=0.5'], message: /--stall-seconds must be a number >= 1/ },

@@ -62,6 +62,23 @@ describe('webhook with --tls-cert-file/--tls-key-file', () => {
     expect(metrics).toMatch(new RegExp(`ownerrefs_webhook_certificate_expiry_timestamp_seconds ${Math.floor(Date.parse(new X509Certificate(second.cert).validTo) / 1000)}`));
   });
 
+  // Each failure names the file at fault (OpenSSL alone says "PEM routines::no start line").
+  it.each([
+    { what: 'a certificate file that is not PEM', cert: 'junk', key: 'good', message: /^--tls-cert-file ".*tls\.crt": not a PEM certificate/ },
+    { what: 'a key file that is not PEM', cert: 'good', key: 'junk', message: /^--tls-key-file ".*tls\.key": not a PEM private key/ },
+    { what: "another pair's key", cert: 'good', key: 'other', message: /^--tls-key-file ".*tls\.key" is not the key of the certificate in --tls-cert-file/ },
+    { what: 'a missing certificate file', cert: 'missing', key: 'good', message: /^--tls-cert-file ".*tls\.crt": cannot read it \(ENOENT\)/ },
+  ])('refuses $what, naming it', async ({ cert, key, message }) => {
+    const dir = tmpDir();
+    const [good, other] = [await pair(), await pair()];
+    const files = { cert: path.join(dir, 'tls.crt'), key: path.join(dir, 'tls.key') };
+    const pem = { good: { cert: good.cert, key: good.key }, other: { cert: other.cert, key: other.key }, junk: { cert: 'junk', key: 'junk' } } as const;
+    if (cert !== 'missing') writeFileSync(files.cert, pem[cert as keyof typeof pem].cert);
+    writeFileSync(files.key, pem[key as keyof typeof pem].key);
+    const cfg = parseWebhookConfig(['--listen=127.0.0.1:0', '--health-addr=127.0.0.1:0', `--tls-cert-file=${files.cert}`, `--tls-key-file=${files.key}`], {});
+    await expect(startWebhook(cfg, memoryLogger().log)).rejects.toThrow(message);
+  });
+
   it('refuses one file without the other', () => {
     expect(() => parseWebhookConfig(['--tls-cert-file=/x'], {})).toThrow(/go together/);
   });
