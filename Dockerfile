@@ -10,7 +10,8 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY agent ./agent
 COPY projections ./projections
 # CSI mode loads its generated codec (agent/csi/proto/codec.js) from beside the compiled code.
-RUN npx tsc -p tsconfig.build.json && cp -R agent/csi/proto dist/agent/csi/ && npm prune --omit=dev --ignore-scripts
+# main.js keeps its `#!/usr/bin/env node` line; executable, it is `ownerrefs-agent` on PATH below.
+RUN npx tsc -p tsconfig.build.json && cp -R agent/csi/proto dist/agent/csi/ && chmod 755 dist/agent/main.js && npm prune --omit=dev --ignore-scripts
 
 # Runtime: Node 24, production dependencies and compiled JavaScript only.
 FROM node:24-bookworm-slim
@@ -21,6 +22,8 @@ WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
+# `kubectl exec ds/ownerrefs-agent -- ownerrefs-agent doctor` (or render, inject) as the docs show.
+RUN ln -s /app/dist/agent/main.js /usr/local/bin/ownerrefs-agent
 # Runs as uid 0 with every capability dropped (set in daemonset.yaml): root ownership is
 # needed to traverse the kubelet's pods directory; see SECURITY.md. Image default stays
 # non-root so the image is safe when run anywhere else.

@@ -104,6 +104,9 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     const agent = await readyAgent();
     expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:dev');
     expect(await commandOf(agent)).toEqual(['node', ...NODE_FLAGS, 'dist/agent/main.js', ...agent.spec!.containers[0]!.args!]); // the image's ENTRYPOINT
+    // The docs' `kubectl exec ds/ownerrefs-agent -- ownerrefs-agent doctor`: the command is on PATH in the image.
+    expect(await e.exec(agent, ['ownerrefs-agent', '--help'])).toMatch(/^Usage: ownerrefs-agent <command>/);
+    expect(await e.exec(agent, ['sh', '-c', 'ownerrefs-agent doctor; echo "exit $?"'])).toMatch(/^OK +API server.*\n(.*\n)*exit [01]\n$/m);
     const { uid, pod } = await reader('ds-reader');
     await readsOwners(pod, 'ds-reader', uid);
   });
