@@ -10,6 +10,7 @@ import path from 'node:path';
 import { settingsFromLabels } from '../kube/nodeconfig.ts';
 import type { ApiClient } from '../kube/client.ts';
 import { ApiError } from '../kube/client.ts';
+import { KubeconfigError } from '../kube/kubeconfig.ts';
 
 export type Verdict = 'OK' | 'FAIL' | 'WARN' | 'SKIP';
 export interface Finding {
@@ -72,6 +73,7 @@ function mountOf(mountinfo: string, p: string): string[] | undefined {
 
 async function propagation(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding> {
   const pods = path.join(cfg.kubeletRoot, 'pods');
+  if (!(await env.lstat(pods))?.isDirectory()) return { verdict: 'SKIP', check: 'mount propagation', message: `${pods} does not exist, so there is nothing to check (see the kubelet root check)` };
   const m = mountOf(await env.mountinfo(), pods);
   if (!m) return ok('mount propagation', `${pods} is not a mount of its own (running on the host): the kubelet's later mounts are visible`);
   const optional = m.slice(6, m.indexOf('-'));
@@ -125,7 +127,12 @@ async function apiCheck(check: string, fn: () => Promise<Finding>, missing?: str
   } catch (err) {
     if (err instanceof ApiError && err.status === 403) return { verdict: 'SKIP', check, message: `not allowed to look (${err.message}); run doctor with a kubeconfig that may` };
     if (err instanceof ApiError && err.status === 404 && missing) return fail(check, missing);
-    return fail(check, `the API server did not answer: ${String(err)}. Check the node's network path to the API server and the credentials.`);
+    // Say whose fault it is: credentials that could not be loaded here, credentials the
+    // server refused, or no answer at all (the network path).
+    if (err instanceof KubeconfigError) return fail(check, `the credentials could not be loaded: ${err.message}. Fix the kubeconfig (or, in the pod, the service account token mount).`);
+    if (err instanceof ApiError && err.status === 401) return fail(check, `the API server refused the credentials (${err.message}): the token or client certificate is wrong or expired.`);
+    if (err instanceof ApiError) return fail(check, `the API server answered with an error: ${err.message}.`);
+    return fail(check, `the API server did not answer: ${String(err)}. Check the node's network path to the API server and its address in the kubeconfig.`);
   }
 }
 

@@ -4,6 +4,7 @@ import type { Stats } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { agentArgsOfPid1, formatFindings, runChecks, type DoctorConfig, type DoctorEnv, type Finding } from '../../../agent/cli/doctor.ts';
 import { ApiError } from '../../../agent/kube/client.ts';
+import { KubeconfigError } from '../../../agent/kube/kubeconfig.ts';
 
 const CFG: DoctorConfig = { nodeName: 'n1', kubeletRoot: '/var/lib/kubelet', csiSocket: '/var/lib/kubelet/plugins/ownerrefs.dev/csi.sock', registrationDir: '/var/lib/kubelet/plugins_registry' };
 const dir = { isDirectory: () => true, isSocket: () => false } as Stats;
@@ -67,6 +68,9 @@ describe('doctor', () => {
   const cases: { name: string; change: (w: World) => void; check: string; verdict: string; says: RegExp }[] = [
     { name: 'a kubelet root that is not this node\'s', change: (w) => delete w.paths['/var/lib/kubelet/pods'], check: 'kubelet root', verdict: 'FAIL', says: /microk8s: \/var\/snap\/microk8s\/common\/var\/lib\/kubelet.*kubeletRootDir/ },
     { name: 'a private mount of the pods directory', change: (w) => { w.mountinfo = MOUNT(''); }, check: 'mount propagation', verdict: 'FAIL', says: /mountPropagation: HostToContainer/ },
+    { name: 'no pods directory: propagation cannot be judged', change: (w) => delete w.paths['/var/lib/kubelet/pods'], check: 'mount propagation', verdict: 'SKIP', says: /does not exist, so there is nothing to check/ },
+    { name: 'client credentials that cannot be loaded', change: (w) => { w.api['/version'] = new KubeconfigError('cannot read client certificate /nonexistent.crt: ENOENT'); }, check: 'API server', verdict: 'FAIL', says: /^the credentials could not be loaded: cannot read client certificate \/nonexistent\.crt: ENOENT\. Fix the kubeconfig/ },
+    { name: 'credentials the API server refuses', change: (w) => { w.api['/version'] = new ApiError(401, 'Unauthorized', 'API 401 Unauthorized: Unauthorized'); }, check: 'API server', verdict: 'FAIL', says: /^the API server refused the credentials .*wrong or expired/ },
     { name: 'the pods directory not a mount (on the host)', change: (w) => { w.mountinfo = ''; }, check: 'mount propagation', verdict: 'OK', says: /running on the host/ },
     { name: 'no CSI socket', change: (w) => delete w.paths[CFG.csiSocket!], check: 'CSI socket', verdict: 'FAIL', says: /missing: the agent is not serving/ },
     { name: 'a file where the CSI socket should be', change: (w) => { w.paths[CFG.csiSocket!] = file; }, check: 'CSI socket', verdict: 'FAIL', says: /not a socket/ },
