@@ -59,7 +59,8 @@ const { values: flags } = parseArgs({
     // Where volume directories live: tmpfs, like the documented `medium: Memory`
     // emptyDir, or the disk under the temporary directory (a default emptyDir).
     volumes: { type: 'string', default: 'memory' },
-    // --no-extras: only the shipped agent: no idle or what-if variants, no resync measurement (CI smoke).
+    // --no-extras (CI smoke): the shipped agents only, default and every feature on: no idle or
+    // what-if variants, no resync measurement.
     extras: { type: 'boolean', default: true },
     // Alternating pairs (default agent, then every feature on) at the largest N, the first
     // being the two measured anyway: one run's ratio to the floor is one noisy sample.
