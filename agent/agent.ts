@@ -133,7 +133,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     await pods.run(ac.signal);
   })();
   const resync = setInterval(() => reconciler.resyncAll(), cfg.resyncMs);
-  log.info({ [F.node]: cfg.nodeName, kubeletRoot: cfg.kubeletRoot, healthPort }, 'agent started');
+  log.info({ kubeletRoot: cfg.kubeletRoot, healthPort }, 'agent started'); // the node is in every line (main.ts's base)
 
   return {
     healthPort,

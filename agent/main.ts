@@ -4,6 +4,7 @@
 import { pino } from 'pino';
 import { startAgent } from './agent.ts';
 import { ConfigError } from './common/errors.ts';
+import { F } from './monitoring/logfields.ts';
 import { parseRunConfig, runHelp } from './config.ts';
 
 const HELP = `Usage: ownerrefs-agent <command> [flags]
@@ -63,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
   if (cmd !== 'run') return unknownCommand(cmd);
 
   const cfg = parseRunConfig(rest, process.env);
-  const log = pino({ level: cfg.logLevel, base: { node: cfg.nodeName } });
+  const log = pino({ level: cfg.logLevel, base: { [F.node]: cfg.nodeName } });
   const agent = await startAgent(cfg, log);
   await new Promise<void>((resolve) => {
     const onSignal = (sig: string) => {

@@ -56,14 +56,14 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
     if (key !== this.#reported) {
       this.#reported = key;
       for (const i of invalid) {
-        this.#log.warn({ [F.node]: node.metadata?.name, [F.label]: i.label, [F.value]: i.value, [F.reason]: 'InvalidNodeLabel' }, i.message);
+        this.#log.warn({ [F.label]: i.label, [F.value]: i.value, [F.reason]: 'InvalidNodeLabel' }, i.message);
         this.#events.warn({ kind: 'Node', name: node.metadata?.name ?? '', uid: node.metadata?.uid }, REASON_INVALID_NODE_LABEL, i.message);
       }
     }
     this.#allocatable?.(node.status?.allocatable ?? {});
     if (node.metadata?.name && node.metadata.uid) this.#node?.({ name: node.metadata.name, uid: node.metadata.uid });
     if (!sameSettings(settings, this.#current())) {
-      this.#log.info({ [F.node]: node.metadata?.name, settings }, 'node settings changed');
+      this.#log.info({ settings }, 'node settings changed');
       this.#apply(settings);
     }
     this.#configured = true;

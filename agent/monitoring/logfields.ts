@@ -4,7 +4,7 @@ export const F = {
   podUID: 'podUID',
   volume: 'volume',
   file: 'file',
-  node: 'node',
+  node: 'node', // every agent line: the logger's base (main.ts)
   reason: 'reason',
   err: 'err',
   written: 'written',

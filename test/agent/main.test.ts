@@ -29,6 +29,31 @@ describe('ownerrefs-agent run', () => {
   });
 });
 
+describe('ownerrefs-agent run logs', () => {
+  it('names the node once per line (a repeated JSON key is read differently by each log pipeline)', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-main-'));
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+      clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+      users: [{ name: 'u', user: { token: 't' } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+    }));
+    const child = spawn(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), 'run', '--node-name=n1', `--kubeconfig=${kubeconfig}`,
+      `--kubelet-root=${dir}`, '--health-addr=127.0.0.1:0', '--registration-dir='], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('"msg":"agent started"')) resolve();
+    }));
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.on('exit', resolve));
+    const lines = out.trim().split('\n');
+    expect(lines.find((l) => l.includes('"msg":"agent started"'))).toMatch(/"node":"n1"/);
+    for (const l of lines) expect(l.match(/"node":/g) ?? []).toHaveLength(1);
+  });
+});
+
 describe('ownerrefs-agent output', () => {
   const MAIN = path.join(ROOT, 'agent', 'main.ts');
 

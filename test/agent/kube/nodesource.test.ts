@@ -31,6 +31,8 @@ describe('NodeConfigSource', () => {
     s.upsert(node({ 'ownerrefs.dev/paused': 'true', 'ownerrefs.dev/env-file': 'false' }));
     expect(applied).toEqual([{ ...DEFAULT_SETTINGS, paused: true }, { ...DEFAULT_SETTINGS, paused: true, envFile: false }]);
     expect(lines.filter((l) => l.msg === 'node settings changed')).toHaveLength(2);
+    // The agent's logger names the node in every line (main.ts); naming it again repeats the JSON key.
+    for (const l of lines) expect(l).not.toHaveProperty('node');
   });
 
   it('reports an invalid label once, as a Warning Event on the Node and one log line, and keeps the last good value', () => {
@@ -43,6 +45,7 @@ describe('NodeConfigSource', () => {
       message: expect.stringMatching(/ownerrefs\.dev\/paused="yes" is invalid: use "true" or "false"; keeping ownerrefs\.dev\/paused=true/),
     }]);
     expect(lines.filter((l) => l.reason === 'InvalidNodeLabel')).toHaveLength(1);
+    for (const l of lines) expect(l).not.toHaveProperty('node');
   });
 
   it('reports the label again when its value changes to another invalid one', () => {
