@@ -6,6 +6,7 @@
 // Exit codes: 0 the files; 1 bad input (not a Pod manifest); 2 bad usage; 3 the agent
 // would refuse this pod (each refusal on stderr as "Reason: message").
 
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { MAX_BYTES } from '../common/defaults.ts';
@@ -82,6 +83,9 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
     }
   }
   if (values.out !== undefined) {
+    // The user's own directory: said in their terms, before the writer's volume rules apply.
+    const st = await stat(values.out).catch(() => undefined);
+    if (!st?.isDirectory()) throw new InputError(`--out ${JSON.stringify(values.out)} ${st ? 'is not a directory' : 'does not exist; make the directory first'}`);
     await new FsVolumeWriter().sync({ root: path.resolve(values.out), components: [] }, files, [], { createTarget: false });
     stdout.write(files.map((f) => path.join(values.out!, f.path)).join('\n') + '\n');
     return 0;

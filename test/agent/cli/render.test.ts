@@ -136,7 +136,11 @@ describe('ownerrefs-agent render', () => {
     const missing = path.join(tmpDir(), 'nope');
     const err = await cli('render', '--out', missing, KEP_POD).catch((e: { code: number; stderr: string }) => e) as { code: number; stderr: string };
     expect(err.code).toBe(1);
-    expect(err.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(err.stderr).toBe(`ownerrefs-agent: --out ${JSON.stringify(missing)} does not exist; make the directory first\n`);
+    const file = path.join(tmpDir(), 'f');
+    writeFileSync(file, '');
+    const notDir = await cli('render', '--out', file, KEP_POD).catch((e: { stderr: string }) => e) as { stderr: string };
+    expect(notDir.stderr).toBe(`ownerrefs-agent: --out ${JSON.stringify(file)} is not a directory\n`);
     const debug = await cli('render', '--debug', '--out', missing, KEP_POD).catch((e: { stderr: string }) => e) as { stderr: string };
     expect(debug.stderr).toMatch(/\n\s+at /);
   });
