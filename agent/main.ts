@@ -4,6 +4,7 @@
 import { pino } from 'pino';
 import { startAgent } from './agent.ts';
 import { ConfigError } from './common/errors.ts';
+import { oneLine } from './common/validation.ts';
 import { F } from './monitoring/logfields.ts';
 import { parseRunConfig, runHelp } from './config.ts';
 
@@ -122,10 +123,6 @@ function isUsageError(err: unknown): boolean {
   return err instanceof ConfigError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'));
 }
 
-/** One line, whatever the message holds: controls (from the user's input) escaped, never raw on a terminal. */
-function oneLine(s: string): string {
-  return s.replace(/[\u0000-\u001f\u007f]/g, (c) => (c === '\n' ? ' ' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
-}
 
 const argv = process.argv.slice(2);
 guardOutput();

@@ -9,10 +9,10 @@
 import { parseArgs } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ConfigError } from '../common/errors.ts';
-import { describe } from '../common/validation.ts';
+import { displayName, oneLine } from '../common/validation.ts';
 import { mutate, POD_SPEC_PATHS } from '../webhook/objects.ts';
 import { applyPatch } from '../webhook/patch.ts';
-import { decodeUtf8, InputError, readInput } from './podinput.ts';
+import { decodeUtf8, InputError, readInput, yamlFailure } from './podinput.ts';
 
 export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
@@ -28,10 +28,6 @@ export const EXIT_DENIED = 3;
 
 type Obj = Record<string, unknown>;
 
-/** A name as written when it could be a Kubernetes name; else quoted, controls escaped (it is echoed to a terminal). */
-function shown(v: unknown): string {
-  return typeof v === 'string' && /^[\x21-\x7e]{0,253}$/.test(v) ? v : describe(typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
-}
 
 function isRecord(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -48,13 +44,18 @@ export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdou
   const text = decodeUtf8(await readInput(source, stdin));
   if (text.trim() === '') throw new InputError('the input is empty; give a manifest (YAML or JSON)');
   const json = /^\s*[[{]/.test(text);
-  const docs = parseAllDocuments(text, { version: '1.1' });
+  const docs = parseAllDocuments(text, { version: '1.1', logLevel: 'error' });
   const list = Array.isArray(docs) ? docs : [docs];
   const out: unknown[] = [];
   let denied = false;
   for (const [i, d] of list.entries()) {
-    if (d.errors.length > 0) throw new InputError(`document ${i + 1}: not YAML or JSON: ${d.errors[0]!.message.split('\n')[0]}`);
-    const obj = d.toJS() as unknown;
+    let obj: unknown;
+    try {
+      if (d.errors.length > 0) throw d.errors[0]!;
+      obj = d.toJS();
+    } catch (err) {
+      throw new InputError(`document ${i + 1}: ${yamlFailure(err).replace(/^the input is /, '')}`);
+    }
     if (obj === null || obj === undefined) continue;
     const r = injectObject(obj, `document ${i + 1}`, stderr);
     denied ||= r.denied;
@@ -80,13 +81,13 @@ function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream
   }
   if (!(kind in POD_SPEC_PATHS)) return { obj, denied: false };
   const meta = isRecord(obj.metadata) ? obj.metadata : {};
-  const name = `${kind} ${meta.namespace ? `${shown(meta.namespace)}/` : ''}${shown(meta.name ?? meta.generateName ?? '')}`;
+  const name = `${kind} ${meta.namespace ? `${displayName(meta.namespace)}/` : ''}${displayName(meta.name ?? meta.generateName ?? '')}`;
   const m = mutate(kind, obj);
   if (!m.allowed) {
-    stderr.write(`${where} (${name}): denied: ${m.message}\n`);
+    stderr.write(`${where} (${name}): denied: ${oneLine(m.message)}\n`); // it quotes the manifest's own keys
     return { obj, denied: true };
   }
-  for (const w of m.warnings) stderr.write(`${where} (${name}): warning: ${w}\n`);
+  for (const w of m.warnings) stderr.write(`${where} (${name}): warning: ${oneLine(w)}\n`);
   if (kind === 'Pod' && m.changed.some((c) => c.startsWith('env ')) && !Array.isArray(meta.ownerReferences)) {
     stderr.write(`${where} (${name}): warning: the manifest lists no ownerReferences, so its env gets "items":[]; pods made by controllers carry theirs\n`);
   }

@@ -5,7 +5,7 @@
 // empty strings (a YAML !!binary scalar).
 
 import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { parseQuantity } from '../../projections/quantity.ts';
 import type { PodView } from '../policy/podtable.ts';
 
@@ -88,20 +88,32 @@ const POD = object({
   spec: optional(object({ volumes: optional(list(object({ name: optional(string) }))), containers, initContainers: containers })),
 });
 
+/** What the YAML parser refused, in one line (shared by render and inject). */
+export function yamlFailure(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof RangeError || /Maximum call stack size exceeded/.test(message)) return 'the input is nested too deeply to be a manifest';
+  return `the input is not YAML or JSON: ${message.split('\n')[0]!.replace(/:$/, '')}`;
+}
+
 /** One Pod manifest from bytes (YAML or JSON), or an InputError naming what is wrong. */
 export function parsePod(bytes: Uint8Array): PodView {
   const text = decodeUtf8(bytes);
   if (text.trim() === '') throw new InputError('the input is empty; give a Pod manifest (YAML or JSON)');
-  let doc: unknown;
+  let docs: unknown[];
   try {
     // kubectl's YAML: yes/on/off are booleans there too. Warnings (an unknown directive or
     // tag) change nothing in the result; the library would print them as several lines.
-    doc = parseYaml(text, { version: '1.1', logLevel: 'error' });
+    // Empty documents (a manifest ending in `---`) are skipped, as kubectl skips them.
+    docs = parseAllDocuments(text, { version: '1.1', logLevel: 'error' }).map((d) => {
+      if (d.errors.length > 0) throw d.errors[0]!;
+      return d.toJS({ maxAliasCount: 100 }) as unknown;
+    }).filter((d) => d !== null && d !== undefined);
   } catch (err) {
-    if ((err as { code?: unknown }).code === 'MULTIPLE_DOCS') throw new InputError('the input holds more than one YAML document; give one Pod manifest');
-    if (err instanceof RangeError || /Maximum call stack size exceeded/.test(String((err as Error).message))) throw new InputError('the input is nested too deeply to be a Pod manifest');
-    throw new InputError(`the input is not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+    throw new InputError(yamlFailure(err));
   }
+  if (docs.length > 1) throw new InputError(`the input holds ${docs.length} YAML documents; give one Pod manifest`);
+  if (docs.length === 0) throw new InputError('the input holds only empty YAML documents; give a Pod manifest');
+  const doc = docs[0];
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc) || doc instanceof Uint8Array) {
     throw new InputError(`the input is ${describeValue(doc)}, not a Pod manifest`);
   }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { MAX_BYTES } from '../common/defaults.ts';
 import { ConfigError } from '../common/errors.ts';
-import { describe, isDns1123Label } from '../common/validation.ts';
+import { describe, isDns1123Label, oneLine } from '../common/validation.ts';
 import { DRIVER_NAME } from '../csi/driver.ts';
 import { admit } from '../policy/admission.ts';
 import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
@@ -67,7 +67,7 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
   });
   const refusals = a.optedIn ? a.errors : [{ reason: 'NotOptedIn', message: `the pod has neither the ${ANNOTATION_VOLUME} annotation nor a csi volume of driver ${DRIVER_NAME}; the agent writes nothing for it` }];
   if (refusals.length > 0) {
-    for (const e of refusals) stderr.write(`${e.reason}: ${e.message}\n`);
+    for (const e of refusals) stderr.write(`${e.reason}: ${oneLine(e.message)}\n`);
     return EXIT_REFUSED;
   }
   let files = a.files;

@@ -32,3 +32,22 @@ export function describe(s: string, max = 80): string {
     .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return `"${body}${s.length > max ? `…(${s.length} chars)` : ''}"`;
 }
+
+/**
+ * A message made safe for one terminal line: C0 and C1 controls, DEL, the line and paragraph
+ * separators and the bidirectional overrides (which reorder what a terminal shows) escaped
+ * as \uXXXX; a newline becomes a space. Everything else, non-ASCII text included, is kept.
+ */
+export function oneLine(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (c) => (c === '\n' ? ' ' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}
+
+/**
+ * An object name for a message: as written when it could be a Kubernetes name (printable
+ * ASCII, at most 253), else quoted by describe. Mutation and offline tools see names before
+ * the API server has validated them.
+ */
+export function displayName(v: unknown): string {
+  return typeof v === 'string' && /^[\x21-\x7e]{1,253}$/.test(v) ? v : describe(typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
+}

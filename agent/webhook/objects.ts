@@ -8,7 +8,7 @@
 //   PodTemplate                            template.spec
 
 import type { OwnerReference } from '../../projections/types.ts';
-import { describe } from '../common/validation.ts';
+import { displayName, oneLine } from '../common/validation.ts';
 import { mentionsOwnerReferences, rewriteSpec, type PatchOp } from './podspec.ts';
 
 /** Kind -> path of its pod spec. */
@@ -38,7 +38,8 @@ function dig(obj: unknown, path: readonly string[]): unknown {
 function denial(kind: string, name: string, refusals: string[]): string {
   const shown = refusals.slice(0, 5);
   const more = refusals.length > shown.length ? ` (and ${refusals.length - shown.length} more)` : '';
-  return `ownerrefs.dev cannot serve metadata.ownerReferences for ${kind} ${name}: ${shown.join('; ')}${more}`;
+  // Refusals quote the manifest's own keys; kubectl prints the message as it is.
+  return oneLine(`ownerrefs.dev cannot serve metadata.ownerReferences for ${kind} ${name}: ${shown.join('; ')}${more}`);
 }
 
 /** What the webhook makes of one object of `kind` (the kind of the request, not of the JSON). */
@@ -66,9 +67,8 @@ export function mutate(kind: string, obj: unknown): Mutation {
  * is when it could be a Kubernetes name, else quoted with controls escaped.
  */
 function objectName(meta: { name?: unknown; generateName?: unknown } | undefined): string {
-  const shown = (v: unknown) => typeof v === 'string' && /^[\x21-\x7e]{1,253}$/.test(v) ? v : describe(typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
-  if (meta?.name !== undefined && meta.name !== '') return shown(meta.name);
-  return meta?.generateName !== undefined && meta.generateName !== '' ? `${shown(meta.generateName)}*` : '(unnamed)';
+  if (meta?.name !== undefined && meta.name !== '') return displayName(meta.name);
+  return meta?.generateName !== undefined && meta.generateName !== '' ? `${displayName(meta.generateName)}*` : '(unnamed)';
 }
 
 /**
@@ -84,7 +84,11 @@ function ownersOf(refs: unknown): { owners: OwnerReference[]; refusals: string[]
     const at = `metadata.ownerReferences[${i}]`;
     if (typeof o !== 'object' || o === null || Array.isArray(o)) return void refusals.push(`${at}: not an object`);
     const r = o as Record<string, unknown>;
-    for (const k of ['apiVersion', 'kind', 'name', 'uid']) if (r[k] !== undefined && typeof r[k] !== 'string') refusals.push(`${at}.${k}: not a string`);
+    // Each required, as the API server's validation requires them (never an owner of empty strings).
+    for (const k of ['apiVersion', 'kind', 'name', 'uid']) {
+      if (r[k] === undefined || r[k] === null || r[k] === '') refusals.push(`${at}.${k}: missing (Kubernetes requires apiVersion, kind, name and uid)`);
+      else if (typeof r[k] !== 'string') refusals.push(`${at}.${k}: not a string`);
+    }
     for (const k of ['controller', 'blockOwnerDeletion']) if (r[k] !== undefined && typeof r[k] !== 'boolean') refusals.push(`${at}.${k}: not a boolean (true or false, not quoted)`);
   });
   return { owners: refusals.length > 0 ? [] : refs as OwnerReference[], refusals };

@@ -91,8 +91,8 @@ describe('ownerrefs-agent render', () => {
     { what: 'a list', input: '- kind: Pod\n', code: 1, message: /the input is a list, not a Pod manifest/ },
     { what: 'a DaemonSet', input: 'kind: DaemonSet\n', code: 1, message: /the input is a DaemonSet, not a Pod/ },
     { what: 'raw control bytes in the kind', input: 'kind: "Da\\x1b[31mnger"\n', code: 1, message: /Da\\u001b\[31mnger/ },
-    { what: 'two YAML documents', input: 'kind: Pod\n---\nkind: Pod\n', code: 1, message: /the input holds more than one YAML document; give one Pod manifest/ },
-    { what: 'nesting deep enough to exhaust the parser', input: '['.repeat(20_000), code: 1, message: /the input is nested too deeply to be a Pod manifest/ },
+    { what: 'two YAML documents', input: 'kind: Pod\n---\nkind: Pod\n', code: 1, message: /the input holds 2 YAML documents; give one Pod manifest/ },
+    { what: 'nesting deep enough to exhaust the parser', input: '['.repeat(20_000), code: 1, message: /the input is nested too deeply to be a manifest/ },
     { what: 'a kind that is a list', input: 'kind: [Pod]\n', code: 1, message: /the input's kind is a list, where a Pod has "Pod"/ },
     { what: 'a container limit that is not a quantity', input: 'kind: Pod\nspec: {containers: [{name: c, resources: {limits: {cpu: abc}}}]}\n', code: 1,
       message: /spec\.containers\[0\]\.resources\.limits\["cpu"\]: a string \("abc"\), where Kubernetes expects a quantity/ },
@@ -122,6 +122,13 @@ describe('ownerrefs-agent render', () => {
     const dir = tmpDir();
     const err = await cli('render', dir).catch((e: { code: number; stderr: string }) => e) as { code: number; stderr: string };
     expect(err).toMatchObject({ code: 1, stderr: `ownerrefs-agent: cannot read ${JSON.stringify(dir)}: it is a directory\n` });
+  });
+
+  it('reads a manifest that ends with an empty document (---), as kubectl does', async () => {
+    const f = path.join(tmpDir(), 'pod.yaml');
+    writeFileSync(f, '---\n' + POD_WITH('podinfo', 'emptyDir: {}') + '---\n');
+    const { stdout } = await cli('render', f);
+    expect(Object.keys(JSON.parse(stdout) as object)).toContain('ownerReferences');
   });
 
   it('reads YAML with an unknown directive or tag without printing the parser\'s warnings', async () => {

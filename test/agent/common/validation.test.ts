@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describe as quote, isDns1123Label, isDns1123Subdomain, isValidPodUID } from '../../../agent/common/validation.ts';
+import { describe as quote, displayName, isDns1123Label, isDns1123Subdomain, isValidPodUID, oneLine } from '../../../agent/common/validation.ts';
 
 describe('grammars', () => {
   it.each([
@@ -35,5 +35,32 @@ describe('describe()', () => {
     ['a raw control byte', 'a\u001bb', '"a\\u001bb"'],
   ])('makes %s visible', (_what, input, shown) => {
     expect(quote(input)).toBe(shown);
+  });
+});
+
+describe('oneLine()', () => {
+  it.each([
+    { what: 'a newline', s: 'a\nb', want: 'a b' },
+    { what: 'an ANSI escape (C0)', s: 'a\x1b[2Jb', want: 'a\\u001b[2Jb' },
+    { what: 'the one-byte CSI (C1), which JSON.stringify keeps', s: 'a\u009b31m', want: 'a\\u009b31m' },
+    { what: 'DEL and NUL', s: '\u007f\u0000', want: '\\u007f\\u0000' },
+    { what: 'line and paragraph separators', s: 'a\u2028b\u2029', want: 'a\\u2028b\\u2029' },
+    { what: 'a right-to-left override (it reorders what a terminal shows)', s: 'x\u202egnp.exe', want: 'x\\u202egnp.exe' },
+    { what: 'ordinary non-ASCII text, kept', s: 'größe … 名前', want: 'größe … 名前' },
+  ])('escapes $what', ({ s, want }) => {
+    expect(oneLine(s)).toBe(want);
+  });
+});
+
+describe('displayName()', () => {
+  it.each([
+    { v: 'web-0', want: 'web-0' },
+    { v: 'p\n\x1b[31m', want: '"p\\n\\u001b[31m"' },
+    { v: '', want: '""' },
+    { v: 'x'.repeat(254), want: `"${'x'.repeat(80)}…(254 chars)"` },
+    { v: { a: 1 }, want: '"{\\"a\\":1}"' },
+    { v: ['a', 'b'], want: '"[\\"a\\",\\"b\\"]"' },
+  ])('shows $v as $want', ({ v, want }) => {
+    expect(displayName(v)).toBe(want);
   });
 });

@@ -137,10 +137,20 @@ describe('refusals say what to write instead, and nothing is dropped silently', 
 
   // From the API server they are always well typed; an offline manifest (inject) may hold anything.
   it("refuses a Pod's ownerReferences that Kubernetes would not decode, naming each field, rather than rendering an owner of empty strings", () => {
-    const pod = { ...kepPod(kepSpec()), metadata: { name: 'p', ownerReferences: [null, 5, { name: 7, controller: 'yes' }] } };
+    const pod = { ...kepPod(kepSpec()), metadata: { name: 'p', ownerReferences: [null, 5, { apiVersion: 'v1', kind: 'K', uid: 'u', name: 7, controller: 'yes' }] } };
     expect(denial('Pod', pod)).toBe('ownerrefs.dev cannot serve metadata.ownerReferences for Pod p: metadata.ownerReferences[0]: not an object; ' +
       'metadata.ownerReferences[1]: not an object; metadata.ownerReferences[2].name: not a string; ' +
       'metadata.ownerReferences[2].controller: not a boolean (true or false, not quoted)');
+    const empty = { ...kepPod(kepSpec()), metadata: { name: 'p', ownerReferences: [{ apiVersion: 'v1', kind: 'K', name: 'n' }] } };
+    expect(denial('Pod', empty)).toMatch(/: metadata\.ownerReferences\[0\]\.uid: missing \(Kubernetes requires apiVersion, kind, name and uid\)$/);
+  });
+
+  it('escapes controls in a denial: it quotes the manifest\'s own keys, and kubectl prints it as it is', () => {
+    const spec = kepSpec() as { containers: { env?: unknown[] }[] };
+    spec.containers[0]!.env = [{ name: 'E', valueFrom: { fieldRef: { fieldPath: OWNERS_FIELD }, 'k\x1b[2J\u009b1m\u202e': {} } }];
+    const m = denial('Pod', kepPod(spec as never));
+    expect(m).toMatch(/cannot be combined with k\\u001b\[2J\\u009b1m\\u202e/);
+    expect(m).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
   });
 
   it('quotes a name that could not be a Kubernetes name, controls escaped (mutation runs before validation)', () => {
