@@ -88,7 +88,13 @@ async function doctor(argv: string[]): Promise<number> {
   const cfg = parseRunConfig(args, process.env);
   const { KubeApiClient } = await import('./kube/client.ts');
   const { loadKubeConfig } = await import('./agent.ts');
-  const api = new KubeApiClient(loadKubeConfig(cfg.kubeconfig));
+  // Credentials that cannot be loaded are one of the findings: the node's own checks still run.
+  let api: Pick<InstanceType<typeof KubeApiClient>, 'json' | 'close'>;
+  try {
+    api = new KubeApiClient(loadKubeConfig(cfg.kubeconfig));
+  } catch (err) {
+    api = { json: () => Promise.reject(err), close: () => {} };
+  }
   try {
     const findings = await d.runChecks({ nodeName: cfg.nodeName, kubeletRoot: cfg.kubeletRoot, csiSocket: cfg.csiSocket, registrationDir: cfg.registrationDir }, d.processEnv(api));
     process.stdout.write(d.formatFindings(findings));

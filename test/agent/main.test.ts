@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -51,6 +51,19 @@ describe('ownerrefs-agent run logs', () => {
     const lines = out.trim().split('\n');
     expect(lines.find((l) => l.includes('"msg":"agent started"'))).toMatch(/"node":"n1"/);
     for (const l of lines) expect(l.match(/"node":/g) ?? []).toHaveLength(1);
+  });
+});
+
+describe('ownerrefs-agent doctor', () => {
+  it('runs the node\'s own checks when the credentials cannot be loaded, and reports that as a finding', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-main-'));
+    mkdirSync(path.join(root, 'pods'));
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), 'doctor', '--node-name=n1', '--kubeconfig=/nonexistent/kubeconfig', `--kubelet-root=${root}`],
+      { encoding: 'utf8', timeout: 30_000 });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/^OK +kubelet root: /m);
+    expect(r.stdout).toMatch(/^FAIL API server: the credentials could not be loaded: cannot read kubeconfig \/nonexistent\/kubeconfig: ENOENT/m);
+    expect(r.stderr).toBe('');
   });
 });
 
