@@ -81,6 +81,13 @@ export const NODE_FLAGS_OPTIMIZING: readonly string[] = NODE_FLAGS.filter((f) =>
  */
 export const AGENT_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
+/** `host:port` (host empty: every address), for --health-addr and the webhook's --listen. */
+export function hostPort(flag: string, v: string): [string, number] {
+  const m = /^(.*):(\d{1,5})$/.exec(v);
+  if (!m || Number(m[2]) > 65535) throw new ConfigError(`--${flag} must be host:port with a port from 0 to 65535, got ${JSON.stringify(v)}`);
+  return [m[1] || '0.0.0.0', Number(m[2])];
+}
+
 export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
   const { values } = parseArgs({
     args: argv,
@@ -96,9 +103,7 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
   };
   const nodeName = get('node-name');
   if (!nodeName) throw new ConfigError('--node-name (or NODE_NAME) is required');
-  const addr = get('health-addr');
-  const m = /^(.*):(\d{1,5})$/.exec(addr);
-  if (!m || Number(m[2]) > 65535) throw new ConfigError(`--health-addr must be host:port with a port from 0 to 65535, got ${JSON.stringify(addr)}`);
+  const [healthHost, healthPort] = hostPort('health-addr', get('health-addr'));
   const csiSocket = get('csi-socket');
   if (csiSocket && !csiSocket.startsWith('/')) throw new ConfigError(`--csi-socket must be an absolute path, got ${JSON.stringify(csiSocket)}`);
   const level = get('log-level');
@@ -109,8 +114,8 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
     nodeName,
     kubeconfig: get('kubeconfig') || undefined,
     kubeletRoot: path.resolve(get('kubelet-root')),
-    healthHost: m[1] || '0.0.0.0',
-    healthPort: Number(m[2]),
+    healthHost,
+    healthPort,
     logLevel: level,
     resyncMs: num('resync-seconds', 1) * 1000,
     maxBytes: num('max-bytes', 1024),

@@ -2,6 +2,7 @@
 
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
+import { hostPort } from '../config.ts';
 
 export interface WebhookConfig {
   listenHost: string;
@@ -36,12 +37,6 @@ export const WEBHOOK_FLAGS = {
 } as const;
 
 type FlagName = keyof typeof WEBHOOK_FLAGS;
-
-function hostPort(flag: string, v: string): [string, number] {
-  const m = /^(.*):(\d+)$/.exec(v);
-  if (!m || Number(m[2]) > 65535) throw new ConfigError(`--${flag} must be host:port, got ${JSON.stringify(v)}`);
-  return [m[1] || '0.0.0.0', Number(m[2])];
-}
 
 export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): WebhookConfig {
   const { values } = parseArgs({
