@@ -45,7 +45,12 @@ export function followOwnersYaml(helm: string): string {
 ` + GENERATED('followOwners.rbac=true, this template only') + helmTemplate(helm, ['--set', 'followOwners.rbac=true', '--show-only', 'templates/follow-owners.yaml']);
 }
 
-/** The chart's webhook template: webhook.yaml, with its namespace, image and replicas from the values. */
+/**
+ * The chart's webhook template: webhook.yaml, with its namespace, image, replicas, priority
+ * class and log level from the values; its PodDisruptionBudget only with more than one
+ * replica (minAvailable 1 of 1 would block every drain); and a refusal without CSI mode
+ * (the webhook rewrites KEP volumes into ownerrefs.dev CSI volumes, which only it serves).
+ */
 export function webhookTemplate(): string {
   const text = readFileSync(path.join(ROOT, 'webhook.yaml'), 'utf8');
   const body = text.split('\n').map((line) => {
@@ -54,9 +59,14 @@ export function webhookTemplate(): string {
       .replace(/\bownerrefs-system\b/g, '{{ .Values.namespace.name }}')
       .replace(/image: ghcr\.io\/ownerrefs-dev\/ownerrefs-agent:[^\s]+/, 'image: {{ include "ownerrefs.image" . }}')
       .replace(/^(\s*)replicas: 2$/, '$1replicas: {{ .Values.webhook.replicas }}')
-      .replace(/^(\s*)imagePullPolicy: IfNotPresent$/, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}');
+      .replace(/^(\s*)imagePullPolicy: IfNotPresent$/, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}')
+      .replace(/^(\s*)priorityClassName: system-cluster-critical$/, '$1{{- with .Values.webhook.priorityClassName }}\n$1priorityClassName: {{ . }}\n$1{{- end }}')
+      .replace(/^(\s*)value: info$/, '$1value: {{ .Values.logLevel }}');
   }).join('\n');
-  return `{{- if .Values.webhook.enabled }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${body.trimEnd()}\n{{- end }}\n`;
+  const docs = body.trimEnd().split('\n---\n').map((doc) =>
+    /^kind: PodDisruptionBudget$/m.test(doc) ? `{{- if gt (int .Values.webhook.replicas) 1 }}\n${doc}\n{{- end }}` : doc);
+  const guard = '{{- if not .Values.csi.enabled }}\n{{- fail "webhook.enabled needs csi.enabled: the webhook turns KEP-4753 volumes into ownerrefs.dev CSI volumes, which only the agent\'s CSI driver serves (without it those pods never start)" }}\n{{- end }}';
+  return `{{- if .Values.webhook.enabled }}\n${guard}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
 }
 
 if (import.meta.main) {

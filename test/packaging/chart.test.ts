@@ -87,6 +87,28 @@ describe('the chart', () => {
     expect(objs.map((o) => o.kind)).not.toContain('Namespace');
   });
 
+  it('refuses the webhook without CSI mode, saying why', () => {
+    const r = spawnSync(helm, ['template', 'x', CHART, '--set', 'webhook.enabled=true', '--set', 'csi.enabled=false'], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/webhook\.enabled needs csi\.enabled: the webhook turns KEP-4753 volumes into ownerrefs\.dev CSI volumes/);
+  });
+
+  it('gives the webhook a PodDisruptionBudget only with more than one replica, and carries its priority class and the log level', () => {
+    const render = (...args: string[]) => objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', ...args]));
+    const pdbs = (objs: Obj[]) => objs.filter((o) => o.kind === 'PodDisruptionBudget');
+    expect(pdbs(render())).toHaveLength(1);
+    const one = render('--set', 'webhook.replicas=1', '--set', 'webhook.priorityClassName=', '--set', 'logLevel=debug');
+    expect(pdbs(one)).toEqual([]);
+    const pod = one.find((o) => o.kind === 'Deployment').spec.template.spec;
+    expect(pod.priorityClassName).toBeUndefined();
+    expect(pod.containers[0].env).toContainEqual({ name: 'LOG_LEVEL', value: 'debug' });
+  });
+
+  it('keeps its namespace when uninstalled or switched to namespace.create=false (Helm would delete it, and everything in it)', () => {
+    const ns = objects(helmTemplate(helm)).find((o) => o.kind === 'Namespace');
+    expect(ns.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+  });
+
   it.each([
     ['a relative kubelet root', ['--set', 'kubeletRootDir=var/lib/kubelet'], 'kubeletRootDir'],
     ['a kubelet root that climbs', ['--set', 'kubeletRootDir=/var/../etc'], 'kubeletRootDir'],
@@ -97,6 +119,11 @@ describe('the chart', () => {
     ['a node selector label with a space', ['--set', 'nodeSelectorLabel=my label'], 'nodeSelectorLabel'],
     ['a custom kind without its resource', ['--set', 'followOwners.extraKinds[0]=argoproj.io/v1alpha1/Rollout'], 'extraKinds'],
     ['a namespace that is no DNS label', ['--set', 'namespace.name=Ownerrefs_System'], 'namespace'],
+    ['a core kind to follow (it would grant get on every Secret)', ['--set', 'followOwners.rbac=true', '--set', 'followOwners.extraKinds[0]=/v1/Secret=secrets'], 'extraKinds'],
+    ['the root directory as the kubelet root', ['--set', 'kubeletRootDir=/'], 'kubeletRootDir'],
+    ['a tag in the repository', ['--set', 'image.repository=ghcr.io/ownerrefs-dev/ownerrefs-agent:0.1.0'], 'repository'],
+    ['the selector label among the pod labels', ['--set', 'podLabels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
+    ['the selector label among the extra labels', ['--set', 'extraLabels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
   ])('refuses %s, naming the value', (_what, args, names) => {
     const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);

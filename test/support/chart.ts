@@ -17,6 +17,8 @@ export const MATRIX: Record<string, string[]> = {
   microk8s: ['--set', 'kubeletRootDir=/var/snap/microk8s/common/var/lib/kubelet', '--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true'],
   'SELinux type spc_t (OpenShift, docs/INSTALL.md)': ['--set', 'seLinuxType=spc_t'],
   "V8's optimising compilers on": ['--set', 'v8.optimizingCompilers=true'],
+  'one webhook replica (no PodDisruptionBudget), its own priority class, debug logs': ['--set', 'webhook.enabled=true', '--set', 'webhook.replicas=1',
+    '--set', 'webhook.priorityClassName=platform-critical', '--set', 'logLevel=debug'],
   'namespace not created, pinned digest, extras': ['--set', 'namespace.create=false', '--set', `image.digest=sha256:${'a'.repeat(64)}`,
     '--set', 'extraLabels.team=platform', '--set', 'podAnnotations.note=x', '--set', 'priorityClassName=', '--set', 'maxUnavailable=3'],
 };
