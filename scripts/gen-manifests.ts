@@ -45,9 +45,30 @@ export function followOwnersYaml(helm: string): string {
 ` + GENERATED('followOwners.rbac=true, this template only') + helmTemplate(helm, ['--set', 'followOwners.rbac=true', '--show-only', 'templates/follow-owners.yaml']);
 }
 
+/** One object of webhook.yaml with the chart's extraLabels and extraAnnotations in its top-level metadata, as every other object has them. */
+function withExtraMetadata(doc: string): string {
+  const lines = doc.split('\n');
+  const start = lines.indexOf('metadata:');
+  if (start < 0) return doc;
+  let end = start + 1;
+  while (end < lines.length && lines[end]!.startsWith('  ')) end++;
+  const labels = lines.indexOf('  labels:', start);
+  const extraLabels = ['    {{- with .Values.extraLabels }}', '    {{- toYaml . | nindent 4 }}', '    {{- end }}'];
+  const annotations = ['  {{- with .Values.extraAnnotations }}', '  annotations:', '    {{- toYaml . | nindent 4 }}', '  {{- end }}'];
+  if (labels > start && labels < end) {
+    let last = labels + 1;
+    while (last < end && lines[last]!.startsWith('    ')) last++;
+    lines.splice(end, 0, ...annotations);
+    lines.splice(last, 0, ...extraLabels);
+  } else {
+    lines.splice(end, 0, '  {{- with .Values.extraLabels }}', '  labels:', '    {{- toYaml . | nindent 4 }}', '  {{- end }}', ...annotations);
+  }
+  return lines.join('\n');
+}
+
 /**
  * The chart's webhook template: webhook.yaml, with its namespace, image, replicas, priority
- * class and log level from the values; its PodDisruptionBudget only with more than one
+ * class, log level, extra labels and annotations from the values; its PodDisruptionBudget only with more than one
  * replica (minAvailable 1 of 1 would block every drain); and a refusal without CSI mode
  * (the webhook rewrites KEP volumes into ownerrefs.dev CSI volumes, which only it serves).
  */
@@ -63,7 +84,7 @@ export function webhookTemplate(): string {
       .replace(/^(\s*)priorityClassName: system-cluster-critical$/, '$1{{- with .Values.webhook.priorityClassName }}\n$1priorityClassName: {{ . }}\n$1{{- end }}')
       .replace(/^(\s*)value: info$/, '$1value: {{ .Values.logLevel }}');
   }).join('\n');
-  const docs = body.trimEnd().split('\n---\n').map((doc) =>
+  const docs = body.trimEnd().split('\n---\n').map(withExtraMetadata).map((doc) =>
     /^kind: PodDisruptionBudget$/m.test(doc) ? `{{- if gt (int .Values.webhook.replicas) 1 }}\n${doc}\n{{- end }}` : doc);
   const guard = '{{- if not .Values.csi.enabled }}\n{{- fail "webhook.enabled needs csi.enabled: the webhook turns KEP-4753 volumes into ownerrefs.dev CSI volumes, which only the agent\'s CSI driver serves (without it those pods never start)" }}\n{{- end }}';
   return `{{- if .Values.webhook.enabled }}\n${guard}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;

@@ -87,6 +87,15 @@ describe('the chart', () => {
     expect(objs.map((o) => o.kind)).not.toContain('Namespace');
   });
 
+  it('puts extraLabels and extraAnnotations on every object it renders, the webhook\'s, the follow-owners RBAC\'s and the monitoring objects\' included', () => {
+    const objs = objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true', '--set', 'monitoring.podMonitor.enabled=true',
+      '--set', 'monitoring.prometheusRule.enabled=true', '--set', 'monitoring.labels.release=prom', '--set', 'extraLabels.team=platform',
+      '--set', 'extraAnnotations.owner=platform-team']));
+    expect(objs.map((o) => o.kind)).toEqual(expect.arrayContaining(['PodMonitor', 'PrometheusRule', 'MutatingWebhookConfiguration', 'ClusterRoleBinding']));
+    const missing = objs.filter((o) => o.metadata.labels?.team !== 'platform' || o.metadata.annotations?.owner !== 'platform-team').map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(missing).toEqual([]);
+  });
+
   it('refuses the webhook without CSI mode, saying why', () => {
     const r = spawnSync(helm, ['template', 'x', CHART, '--set', 'webhook.enabled=true', '--set', 'csi.enabled=false'], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
