@@ -108,13 +108,13 @@ describe('the chart', () => {
     expect(pdbs(render())).toHaveLength(1);
     const one = render('--set', 'webhook.replicas=1', '--set', 'webhook.priorityClassName=', '--set', 'logLevel=debug');
     expect(pdbs(one)).toEqual([]);
-    const pod = one.find((o) => o.kind === 'Deployment').spec.template.spec;
+    const pod = one.find((o) => o.kind === 'Deployment')!.spec.template.spec;
     expect(pod.priorityClassName).toBeUndefined();
     expect(pod.containers[0].env).toContainEqual({ name: 'LOG_LEVEL', value: 'debug' });
   });
 
   it('keeps its namespace when uninstalled or switched to namespace.create=false (Helm would delete it, and everything in it)', () => {
-    const ns = objects(helmTemplate(helm)).find((o) => o.kind === 'Namespace');
+    const ns = objects(helmTemplate(helm)).find((o) => o.kind === 'Namespace')!;
     expect(ns.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
   });
 
