@@ -79,7 +79,7 @@ function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream
     });
     return { obj: { ...obj, items }, denied };
   }
-  if (!(kind in POD_SPEC_PATHS)) return { obj, denied: false };
+  if (!Object.hasOwn(POD_SPEC_PATHS, kind)) return { obj, denied: false };
   const meta = isRecord(obj.metadata) ? obj.metadata : {};
   const name = `${kind} ${meta.namespace ? `${displayName(meta.namespace)}/` : ''}${displayName(meta.name ?? meta.generateName ?? '')}`;
   const m = mutate(kind, obj);

@@ -49,5 +49,7 @@ export function oneLine(s: string): string {
  * the API server has validated them.
  */
 export function displayName(v: unknown): string {
-  return typeof v === 'string' && /^[\x21-\x7e]{1,253}$/.test(v) ? v : describe(typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
+  if (typeof v === 'string') return /^[\x21-\x7e]{1,253}$/.test(v) ? v : describe(v);
+  // Never stringified: a value nested thousands deep would overflow the stack.
+  return `(${Array.isArray(v) ? 'a list' : v === null ? 'null' : typeof v === 'object' ? 'an object' : `a ${typeof v}`}, not a name)`;
 }

@@ -22,7 +22,7 @@ export interface RunningWebhook {
 export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<RunningWebhook> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const reviews = new Counter({ name: 'ownerrefs_webhook_reviews_total', help: 'AdmissionReviews answered, by result (mutated, unchanged, denied, malformed) and kind', labelNames: ['result', 'kind'], registers: [registry] });
+  const reviews = new Counter({ name: 'ownerrefs_webhook_reviews_total', help: 'AdmissionReviews answered, by result (mutated, unchanged, denied, malformed: not a review, too large, timed out; error: could not be processed) and kind (a served kind, other, or empty when unread)', labelNames: ['result', 'kind'], registers: [registry] });
   const seconds = new Histogram({ name: 'ownerrefs_webhook_review_seconds', help: 'Time from a review\'s arrival to its answer', buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1], registers: [registry] });
   const expiry = new Gauge({ name: 'ownerrefs_webhook_certificate_expiry_timestamp_seconds', help: 'When the serving certificate expires (Unix time)', registers: [registry] });
   let tlsError = 'no serving certificate yet';

@@ -34,17 +34,38 @@ function dig(obj: unknown, path: readonly string[]): unknown {
   return at;
 }
 
-/** The refusals, joined into one admission message that names each field. */
+/** The refusals, joined into one admission message that names each field (bounded: it is logged and shown). */
 function denial(kind: string, name: string, refusals: string[]): string {
   const shown = refusals.slice(0, 5);
   const more = refusals.length > shown.length ? ` (and ${refusals.length - shown.length} more)` : '';
   // Refusals quote the manifest's own keys; kubectl prints the message as it is.
-  return oneLine(`ownerrefs.dev cannot serve metadata.ownerReferences for ${kind} ${name}: ${shown.join('; ')}${more}`);
+  const text = oneLine(`ownerrefs.dev cannot serve metadata.ownerReferences for ${kind} ${name}: ${shown.join('; ')}${more}`);
+  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…(${text.length} chars)` : text;
+}
+
+/** Longest denial message: five refusals with their quoted (80-character) names fit. */
+const MAX_MESSAGE = 4096;
+
+/**
+ * Most bytes a rewrite may add. Each KEP env entry of a Pod gets the whole owners list as a
+ * literal, so owners × entries could make a patch far larger than any object Kubernetes
+ * stores (1.5 MiB in etcd): refused instead of built.
+ */
+export const MAX_PATCH_BYTES = 512 * 1024;
+
+/** The patch's size, counted op by op, stopping as soon as it passes the limit. */
+function overLimit(ops: readonly { value?: unknown }[]): number | undefined {
+  let bytes = 0;
+  for (const op of ops) {
+    bytes += JSON.stringify(op.value ?? null).length;
+    if (bytes > MAX_PATCH_BYTES) return bytes;
+  }
+  return undefined;
 }
 
 /** What the webhook makes of one object of `kind` (the kind of the request, not of the JSON). */
 export function mutate(kind: string, obj: unknown): Mutation {
-  const path = POD_SPEC_PATHS[kind];
+  const path = Object.hasOwn(POD_SPEC_PATHS, kind) ? POD_SPEC_PATHS[kind] : undefined; // never Object.prototype's keys
   if (!path) return { allowed: true, patch: [], changed: [], warnings: [] };
   const spec = dig(obj, path);
   const template = kind !== 'Pod';
@@ -55,6 +76,11 @@ export function mutate(kind: string, obj: unknown): Mutation {
   if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
   const r = rewriteSpec(spec, { template, owners, at: path.join('.') });
   if (r.refusals.length > 0) return { allowed: false, message: denial(kind, name, r.refusals) };
+  const bytes = overLimit(r.ops);
+  if (bytes !== undefined) {
+    return { allowed: false, message: denial(kind, name, [`the rewrite would add more than ${bytes} bytes to the object, over the webhook's limit of ${MAX_PATCH_BYTES} ` +
+      `(each env entry with fieldRef metadata.ownerReferences gets all ${owners.length} owners as its value): use fewer such entries, or a volume`]) };
+  }
   const prefix = '/' + path.join('/');
   const warnings = owners.filter((o) => o.controller === true).length > 1
     ? ['the pod lists more than one owner with controller: true; the API server refuses that for any pod']

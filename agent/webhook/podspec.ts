@@ -20,6 +20,7 @@
 import { AGENT_FIELDS, checkFieldRef, checkSource, OWNER_REFERENCES_FIELD, type DownwardAPISource } from '../../projections/downwardapi.ts';
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import type { OwnerReference } from '../../projections/types.ts';
+import { describe } from '../common/validation.ts';
 import { DRIVER_NAME } from '../csi/driver.ts';
 import { DOWNWARD_API_ATTRIBUTE } from '../volume/resolve.ts';
 
@@ -79,9 +80,28 @@ export interface RewriteContext {
   at: string;
 }
 
-export function rewriteSpec(spec: unknown, ctx: RewriteContext): SpecRewrite {
+type Ctx = RewriteContext & { ownersJson(): string };
+
+/**
+ * A key or name from the manifest, for a message: as it is when it looks like a field name,
+ * else quoted and bounded (describe). A hostile author controls it, and kubectl prints it.
+ */
+function field(k: string): string {
+  return /^[A-Za-z0-9_.\/-]{1,63}$/.test(k) ? k : describe(k);
+}
+
+/** At most five of them, distinct, and how many more. */
+function fields(ks: readonly string[]): string {
+  const distinct = [...new Set(ks)];
+  return distinct.slice(0, 5).map(field).join(', ') + (distinct.length > 5 ? ` (and ${distinct.length - 5} more)` : '');
+}
+
+export function rewriteSpec(spec: unknown, context: RewriteContext): SpecRewrite {
   const out: SpecRewrite = { ops: [], refusals: [], changed: [] };
   if (!isRecord(spec)) return out;
+  // Rendered once: every KEP env entry of a Pod gets the same literal.
+  let ownersJson: string | undefined;
+  const ctx: Ctx = { ...context, ownersJson: () => (ownersJson ??= renderOwnerReferencesJson(context.owners)) };
   const names = ['containers', 'initContainers'].flatMap((k) => list(spec[k])).flatMap((c) => (isRecord(c) && typeof c.name === 'string' ? [c.name] : []));
   list(spec.volumes).forEach((v, i) => {
     if (isRecord(v)) rewriteVolume(v, i, names, ctx, out);
@@ -90,14 +110,14 @@ export function rewriteSpec(spec: unknown, ctx: RewriteContext): SpecRewrite {
     list(spec[kind]).forEach((c, ci) => {
       if (!isRecord(c)) return;
       list(c.env).forEach((e, ei) => {
-        if (isRecord(e)) rewriteEnv(e, [kind, ci, 'env', ei], String(c.name ?? ci), ctx, out);
+        if (isRecord(e)) rewriteEnv(e, [kind, ci, 'env', ei], typeof c.name === 'string' ? field(c.name) : String(ci), ctx, out);
       });
     });
   }
   return out;
 }
 
-function rewriteVolume(v: Json, i: number, containers: string[], ctx: RewriteContext, out: SpecRewrite): void {
+function rewriteVolume(v: Json, i: number, containers: string[], ctx: Ctx, out: SpecRewrite): void {
   const at = `${ctx.at}.volumes[${i}]`;
   let source: Json | undefined;
   if (hasOwnersItem(v.downwardAPI)) {
@@ -107,7 +127,7 @@ function rewriteVolume(v: Json, i: number, containers: string[], ctx: RewriteCon
     const sources = list(v.projected.sources);
     const others = sources.flatMap((s) => (isRecord(s) ? Object.keys(s).filter((k) => k !== 'downwardAPI') : ['?']));
     if (others.length > 0) {
-      out.refusals.push(`${at}.projected: a projected volume that mixes metadata.ownerReferences with ${[...new Set(others)].join(', ')} cannot be served: ` +
+      out.refusals.push(`${at}.projected: a projected volume that mixes metadata.ownerReferences with ${fields(others)} cannot be served: ` +
         `the owner file is kept by the ownerrefs.dev CSI driver, the other sources by the kubelet. Move the metadata.ownerReferences item into a volume of its own ` +
         `(downwardAPI: {items: [{path: ownerReferences, fieldRef: {fieldPath: metadata.ownerReferences}}]}) and mount it beside this one (a subPath mount if it must share a directory)`);
       return;
@@ -117,26 +137,26 @@ function rewriteVolume(v: Json, i: number, containers: string[], ctx: RewriteCon
     out.refusals.push(...checkSource(source, `${at}.projected`, containers));
     for (const [si, s] of sources.entries()) {
       const extra = Object.keys(((s as Json).downwardAPI ?? {}) as Json).filter((k) => k !== 'items');
-      if (extra.length > 0) out.refusals.push(`${at}.projected.sources[${si}].downwardAPI: unknown field ${extra[0]}`);
+      if (extra.length > 0) out.refusals.push(`${at}.projected.sources[${si}].downwardAPI: unknown field ${field(extra[0]!)}`);
     }
     const extra = Object.keys(v.projected).filter((k) => k !== 'sources' && k !== 'defaultMode');
-    if (extra.length > 0) out.refusals.push(`${at}.projected: unknown field ${extra[0]}`);
+    if (extra.length > 0) out.refusals.push(`${at}.projected: unknown field ${field(extra[0]!)}`);
   }
   if (!source) return;
   // A server-side apply of the same manifest merges its downwardAPI source into the stored
   // volume, which holds our own csi source from the first apply: that one is replaced.
   const ours = (k: string) => k === 'csi' && isRecord(v.csi) && v.csi.driver === DRIVER_NAME;
   const kept = Object.keys(v).filter((k) => k !== 'name' && k !== 'downwardAPI' && k !== 'projected' && !ours(k));
-  if (kept.length > 0) out.refusals.push(`${at}: a volume has exactly one source; ${kept.join(', ')} cannot be kept beside it`);
+  if (kept.length > 0) out.refusals.push(`${at}: a volume has exactly one source; ${fields(kept)} cannot be kept beside it`);
   const attribute = JSON.stringify(source as DownwardAPISource);
   out.ops.push({
     op: 'replace', path: pointer('volumes', i),
     value: { name: v.name, csi: { driver: DRIVER_NAME, readOnly: true, volumeAttributes: { [DOWNWARD_API_ATTRIBUTE]: attribute } } },
   });
-  out.changed.push(`volume ${String(v.name)}`);
+  out.changed.push(`volume ${typeof v.name === 'string' ? field(v.name) : String(i)}`);
 }
 
-function rewriteEnv(e: Json, where: (string | number)[], container: string, ctx: RewriteContext, out: SpecRewrite): void {
+function rewriteEnv(e: Json, where: (string | number)[], container: string, ctx: Ctx, out: SpecRewrite): void {
   const ref = isRecord(e.valueFrom) ? e.valueFrom.fieldRef : undefined;
   if (!isRecord(ref)) return;
   const kep = ref.fieldPath === OWNER_REFERENCES_FIELD;
@@ -145,11 +165,11 @@ function rewriteEnv(e: Json, where: (string | number)[], container: string, ctx:
   const at = `${ctx.at}.${where[0]}[${where[1]}].env[${where[3]}]`;
   const errs = kep ? checkFieldRef(ref, `${at}.valueFrom.fieldRef`) : [];
   const extra = Object.keys(e.valueFrom as Json).filter((k) => k !== 'fieldRef');
-  if (extra.length > 0 || e.value !== undefined) errs.push(`${at}: valueFrom.fieldRef cannot be combined with ${[...extra, ...(e.value !== undefined ? ['value'] : [])].join(', ')}`);
+  if (extra.length > 0 || e.value !== undefined) errs.push(`${at}: valueFrom.fieldRef cannot be combined with ${fields([...extra, ...(e.value !== undefined ? ['value'] : [])])}`);
   if (errs.length > 0) return void out.refusals.push(...errs);
   const value = ctx.template
     ? { name: e.name, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: TEMPLATE_ENV_FIELD } } }
-    : { name: e.name, value: renderOwnerReferencesJson(ctx.owners) };
+    : { name: e.name, value: ctx.ownersJson() };
   out.ops.push({ op: 'replace', path: pointer(...where), value });
-  out.changed.push(`env ${container}/${String(e.name)}`);
+  out.changed.push(`env ${container}/${typeof e.name === 'string' ? field(e.name) : String(where[3])}`);
 }

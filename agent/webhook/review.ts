@@ -2,6 +2,7 @@
 // the API server relays any pod author's object, and anything that can reach the port can
 // send anything. A review that is not one gets a clear refusal, never a crash.
 
+import { describe, displayName } from '../common/validation.ts';
 import type { Mutation } from './objects.ts';
 import { mutate } from './objects.ts';
 
@@ -36,6 +37,11 @@ export class ReviewError extends Error {
   }
 }
 
+/** A value from the body, for a message: bounded, and never stringified whole (it may be nested thousands deep). */
+function shown(v: unknown): string {
+  return typeof v === 'string' ? describe(v) : v === undefined ? 'nothing' : displayName(v);
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -50,7 +56,7 @@ export function parseReview(body: string): AdmissionRequest {
   }
   if (!isRecord(doc)) throw new ReviewError('the body is not a JSON object');
   if (doc.apiVersion !== API_VERSION || doc.kind !== 'AdmissionReview') {
-    throw new ReviewError(`expected apiVersion ${API_VERSION}, kind AdmissionReview; got ${JSON.stringify(doc.apiVersion)}, ${JSON.stringify(doc.kind)}`);
+    throw new ReviewError(`expected apiVersion ${API_VERSION}, kind AdmissionReview; got ${shown(doc.apiVersion)}, ${shown(doc.kind)}`);
   }
   const r = doc.request;
   if (!isRecord(r)) throw new ReviewError('the review has no request');
@@ -77,9 +83,14 @@ const SERVED: Readonly<Record<string, readonly string[]>> = {
   batch: ['Job', 'CronJob'],
 };
 
+/** True for the kinds the webhook rewrites (a group like "constructor" is no key of SERVED). */
+export function isServed(kind: AdmissionRequest['kind']): boolean {
+  return Object.hasOwn(SERVED, kind.group) && SERVED[kind.group]!.includes(kind.kind);
+}
+
 /** The mutation for one request: only CREATE and UPDATE of served kinds change anything. */
 export function admit(req: AdmissionRequest): Mutation {
-  const served = SERVED[req.kind.group]?.includes(req.kind.kind) ?? false;
+  const served = isServed(req.kind);
   if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || !isRecord(req.object)) {
     return { allowed: true, patch: [], changed: [], warnings: [] };
   }

@@ -8,9 +8,10 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { F } from '../monitoring/logfields.ts';
-import { admit, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
+import { admit, isServed, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
 
 const { createServer } = process.getBuiltinModule('node:https');
 
@@ -25,7 +26,8 @@ export interface TlsMaterial {
 }
 
 export interface WebhookObserver {
-  (result: 'mutated' | 'unchanged' | 'denied' | 'malformed', kind: string, seconds: number): void;
+  /** `kind`: a served kind, 'other', or '' when the request was not read. */
+  (result: 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error', kind: string, seconds: number): void;
 }
 
 export interface WebhookServer {
@@ -46,10 +48,25 @@ export function startWebhookServer(opts: {
     if (req.url?.split('?')[0] !== '/mutate') return reply(res, 404, 'not found: POST AdmissionReviews to /mutate\n');
     if (req.method !== 'POST') return reply(res, 405, 'method not allowed: POST an AdmissionReview\n');
     const started = process.hrtime.bigint();
+    const done = (result: Result, kind: string) => observe(result, kind, Number(process.hrtime.bigint() - started) / 1e9);
     readBody(req).then((body) => {
-      if (body === undefined) return reply(res, 413, `request body over ${MAX_BODY_BYTES} bytes\n`);
-      handle(body, res, opts.log, (result, kind) => observe(result, kind, Number(process.hrtime.bigint() - started) / 1e9));
+      if (body === undefined) {
+        opts.log.warn({ [F.reason]: 'TooLarge' }, `request body over ${MAX_BODY_BYTES} bytes`);
+        done('malformed', '');
+        // The rest of the body is never read, so the connection cannot carry another request.
+        return reply(res, 413, `request body over ${MAX_BODY_BYTES} bytes\n`, undefined, true);
+      }
+      handle(body, res, opts.log, done);
     }, () => res.destroy());
+  });
+  // A request that times out or does not parse: counted and logged like a malformed review,
+  // then answered as Node would (with a listener, Node leaves the answer to us).
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    opts.log.warn({ [F.reason]: 'ClientError', [F.err]: clip(`${err.code ?? 'error'}: ${err.message}`) }, `answered ${status}`);
+    observe('malformed', '', 0);
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });
   server.requestTimeout = requestTimeout;
   server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, server.requestTimeout);
@@ -70,29 +87,57 @@ export function startWebhookServer(opts: {
   });
 }
 
-function handle(body: string, res: ServerResponse, log: Logger, done: (result: 'mutated' | 'unchanged' | 'denied' | 'malformed', kind: string) => void): void {
+type Result = 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error';
+
+/** A string from the request, for a log line: bounded, so no request can make a line of megabytes. */
+function clip(s: string, max = 1024): string {
+  return s.length > max ? `${s.slice(0, max)}…(${s.length} chars)` : s;
+}
+
+function handle(body: string, res: ServerResponse, log: Logger, done: (result: Result, kind: string) => void): void {
   let req;
   try {
     req = parseReview(body);
   } catch (err) {
-    const e = err as ReviewError;
-    log.warn({ [F.reason]: 'MalformedReview', [F.err]: e.message }, 'malformed AdmissionReview');
+    if (!(err instanceof ReviewError)) return failed(err, undefined, res, log, done);
+    log.warn({ [F.reason]: 'MalformedReview', [F.err]: clip(err.message) }, 'malformed AdmissionReview');
     done('malformed', '');
-    if (e.uid === undefined) return reply(res, 400, `not an AdmissionReview: ${e.message}\n`);
-    return reply(res, 200, reviewOf({ uid: e.uid, allowed: false, status: { code: 400, message: `malformed AdmissionReview: ${e.message}` } }), 'application/json');
+    if (err.uid === undefined) return reply(res, 400, `not an AdmissionReview: ${clip(err.message)}\n`);
+    return reply(res, 200, reviewOf({ uid: err.uid, allowed: false, status: { code: 400, message: `malformed AdmissionReview: ${clip(err.message)}` } }), 'application/json');
   }
-  const m = admit(req);
-  const what = { [F.kind]: req.kind.kind, [F.object]: `${req.namespace ?? ''}/${req.name ?? ''}`, [F.operation]: req.operation };
+  // Only served kinds become a metric label: any string can arrive here.
+  const kind = isServed(req.kind) ? req.kind.kind : 'other';
+  let m;
+  try {
+    m = admit(req);
+  } catch (err) {
+    return failed(err, req.uid, res, log, done, kind);
+  }
+  const what = { [F.kind]: clip(req.kind.kind, 63), [F.object]: clip(`${req.namespace ?? ''}/${req.name ?? ''}`, 320), [F.operation]: clip(req.operation, 16) };
   if (!m.allowed) {
     log.warn({ ...what, [F.reason]: 'Denied', [F.err]: m.message }, 'denied');
-    done('denied', req.kind.kind);
+    done('denied', kind);
   } else if (m.patch.length > 0) {
-    log.info({ ...what, [F.changed]: m.changed }, 'rewrote metadata.ownerReferences fields');
-    done('mutated', req.kind.kind);
+    log.info({ ...what, [F.changed]: m.changed.slice(0, 20) }, 'rewrote metadata.ownerReferences fields');
+    done('mutated', kind);
   } else {
-    done('unchanged', req.kind.kind);
+    done('unchanged', kind);
   }
   reply(res, 200, reviewOf(responseFor(req.uid, m)), 'application/json');
+}
+
+/**
+ * A request the webhook could not process (a value nested deep enough to overflow the
+ * stack, a bug): one log line, and a denial the user sees, never a crash of the process
+ * that serves every other review. Denied, not allowed: only objects that use the KEP
+ * syntax reach the webhook, and the API server would refuse those unrewritten anyway.
+ */
+function failed(err: unknown, uid: string | undefined, res: ServerResponse, log: Logger, done: (result: Result, kind: string) => void, kind = ''): void {
+  const message = clip(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 256);
+  log.error({ [F.reason]: 'InternalError', [F.err]: message }, 'could not process the review');
+  done('error', kind);
+  if (uid === undefined) return reply(res, 500, `the webhook could not process this request: ${message}\n`);
+  reply(res, 200, reviewOf({ uid, allowed: false, status: { code: 500, message: `ownerrefs.dev could not process this object (${message}); nothing was changed` } }), 'application/json');
 }
 
 /** The body as text, or undefined once it passes MAX_BODY_BYTES (the rest is not read). */
@@ -117,7 +162,7 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
   });
 }
 
-function reply(res: ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8'): void {
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+function reply(res: ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8', close = false): void {
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), ...(close ? { Connection: 'close' } : {}) });
   res.end(body);
 }

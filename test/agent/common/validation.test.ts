@@ -58,8 +58,9 @@ describe('displayName()', () => {
     { v: 'p\n\x1b[31m', want: '"p\\n\\u001b[31m"' },
     { v: '', want: '""' },
     { v: 'x'.repeat(254), want: `"${'x'.repeat(80)}…(254 chars)"` },
-    { v: { a: 1 }, want: '"{\\"a\\":1}"' },
-    { v: ['a', 'b'], want: '"[\\"a\\",\\"b\\"]"' },
+    { v: { a: 1 }, want: '(an object, not a name)' },
+    { v: ['a', 'b'], want: '(a list, not a name)' },
+    { v: 7, want: '(a number, not a name)' },
   ])('shows $v as $want', ({ v, want }) => {
     expect(displayName(v)).toBe(want);
   });

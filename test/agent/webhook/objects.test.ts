@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
-import { mutate, POD_SPEC_PATHS } from '../../../agent/webhook/objects.ts';
+import { MAX_PATCH_BYTES, mutate, POD_SPEC_PATHS } from '../../../agent/webhook/objects.ts';
 import { applyPatch } from '../../../agent/webhook/patch.ts';
 import { mentionsOwnerReferences, TEMPLATE_ENV_ANNOTATION, TEMPLATE_ENV_FIELD } from '../../../agent/webhook/podspec.ts';
 import { KEP_OWNERS, owner } from '../../support/fixtures.ts';
@@ -149,13 +149,24 @@ describe('refusals say what to write instead, and nothing is dropped silently', 
     const spec = kepSpec() as { containers: { env?: unknown[] }[] };
     spec.containers[0]!.env = [{ name: 'E', valueFrom: { fieldRef: { fieldPath: OWNERS_FIELD }, 'k\x1b[2J\u009b1m\u202e': {} } }];
     const m = denial('Pod', kepPod(spec as never));
-    expect(m).toMatch(/cannot be combined with k\\u001b\[2J\\u009b1m\\u202e/);
+    expect(m).toMatch(/cannot be combined with "k\\u001b\[2J\\u009b1m\\u202e"/);
     expect(m).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
   });
 
   it('quotes a name that could not be a Kubernetes name, controls escaped (mutation runs before validation)', () => {
     const pod = { ...kepPod(kepSpec()), metadata: { name: 'p\n\x1b[31m', ownerReferences: 'x' } };
     expect(denial('Pod', pod)).toMatch(/^ownerrefs.dev cannot serve metadata.ownerReferences for Pod "p\\n\\u001b\[31m": metadata.ownerReferences: not a list$/);
+  });
+
+  // Each KEP env entry of a Pod gets every owner as its value: owners x entries is bounded.
+  it('refuses a rewrite larger than MAX_PATCH_BYTES instead of building it, and allows one just under it', () => {
+    const owners = (n: number) => Array.from({ length: n }, (_, i) => ({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `rs-${i}`, uid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}` }));
+    const spec = (entries: number) => ({ containers: [{ name: 'app', env: Array.from({ length: entries }, (_, i) => kepEnv(`O${i}`)) }] });
+    const perEntry = renderOwnerReferencesJson(owners(2_000)).length;
+    const fits = Math.floor(MAX_PATCH_BYTES / (perEntry + 64));
+    expect(mutate('Pod', kepPod(spec(fits) as never, owners(2_000))).allowed).toBe(true);
+    expect(denial('Pod', kepPod(spec(200) as never, owners(2_000))))
+      .toMatch(/the rewrite would add more than \d+ bytes to the object, over the webhook's limit of 524288 \(each env entry with fieldRef metadata.ownerReferences gets all 2000 owners/);
   });
 
   it('names at most five problems and counts the rest', () => {

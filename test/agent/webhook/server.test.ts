@@ -28,15 +28,17 @@ let server: WebhookServer;
 let port: number;
 let ca: string;
 const seen: string[] = [];
+const kinds: string[] = [];
+const logged = memoryLogger();
 
-function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean } = {}): Promise<{ status: number; body: string }> {
+function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean } = {}): Promise<{ status: number; body: string; connection?: string }> {
   return new Promise((resolve, reject) => {
     // A new connection each time (agent: false): a rotation applies to new connections.
     const req = https.request({ agent: false, host: '127.0.0.1', port, path: opts.path ?? '/mutate', method: opts.method ?? 'POST', ca: opts.ca ?? ca,
       headers: { 'Content-Type': 'application/json', ...(opts.slow ? {} : { 'Content-Length': Buffer.byteLength(body) }) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), connection: res.headers.connection }));
     });
     req.on('error', reject);
     if (opts.slow) req.write(body.slice(0, 10)); // and never finish
@@ -47,7 +49,7 @@ function post(body: string | Buffer, opts: { path?: string; method?: string; ca?
 beforeAll(async () => {
   const t = await ensureServingTls(store(), OPTS);
   ca = t.caBundle;
-  server = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: memoryLogger().log, requestTimeoutMs: 1_000, observe: (r) => seen.push(r) });
+  server = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: logged.log, requestTimeoutMs: 1_000, observe: (r, k) => { seen.push(r); kinds.push(k); } });
   port = (server.server.address() as { port: number }).port;
 });
 afterAll(() => server.close());
@@ -71,12 +73,40 @@ describe('the webhook endpoint', () => {
     expect(JSON.parse(r.body).response).toEqual({ uid: 'u2', allowed: false, status: { code: 400, message: expect.stringMatching(/malformed AdmissionReview: request.kind/) } });
   });
 
-  it('cuts off a body over the limit with 413, by declared length and by bytes sent', async () => {
-    expect((await post(Buffer.alloc(MAX_BODY_BYTES + 1, 0x20))).status).toBe(413);
+  it('cuts off a body over the limit with 413 and closes the connection (the rest is never read), counted and logged', async () => {
+    const lines = logged.lines.length;
+    expect(await post(Buffer.alloc(MAX_BODY_BYTES + 1, 0x20))).toMatchObject({ status: 413, connection: 'close' });
+    expect(seen.at(-1)).toBe('malformed');
+    expect(logged.lines.slice(lines).map((l) => l.reason)).toEqual(['TooLarge']);
   });
 
-  it('answers 408 to a request whose body does not arrive in time, and keeps serving', async () => {
+  it('answers 408 to a request whose body does not arrive in time, counted and logged, and keeps serving', async () => {
+    const lines = logged.lines.length;
     expect((await post('{"apiVersion":"admission.k8s.io/v1"', { slow: true })).status).toBe(408);
+    expect(seen.at(-1)).toBe('malformed');
+    expect(logged.lines.slice(lines).map((l) => l.reason)).toEqual(['ClientError']);
+    expect((await post('{}')).status).toBe(400);
+  });
+
+  // Hostile reviews: the answer is a review (or a 4xx), one log line, and the process serves on.
+  // NESTED stands for an array 5,000 deep, spliced in as text (JSON.stringify would overflow here too).
+  const NESTED = '<nested>';
+  const review = (request: object) => JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'h1', operation: 'CREATE', ...request } })
+    .replace(JSON.stringify(NESTED), `${'['.repeat(5_000)}"x"${']'.repeat(5_000)}`);
+  const nested = (_depth: number) => NESTED;
+  it.each([
+    { what: 'a group named like an Object property', request: { kind: { group: 'constructor', version: 'v1', kind: 'Pod' }, object: kepPod() }, allowed: true, kind: 'other' },
+    { what: 'a group named __proto__', request: { kind: { group: '__proto__', version: 'v1', kind: 'Pod' }, object: kepPod() }, allowed: true, kind: 'other' },
+    { what: 'an unserved kind (never a metric label of its own)', request: { kind: { group: 'x', version: 'v1', kind: 'K'.repeat(10_000) }, object: {} }, allowed: true, kind: 'other' },
+    { what: 'a name nested 5,000 deep', request: { kind: { group: '', version: 'v1', kind: 'Pod' }, object: { ...kepPod(), metadata: { name: nested(5_000) } } }, allowed: true, kind: 'Pod' },
+    { what: 'a downwardAPI item nested 5,000 deep', request: { kind: { group: '', version: 'v1', kind: 'Pod' },
+      object: kepPod({ containers: [{ name: 'c' }], volumes: [{ name: 'v', downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' }, x: nested(5_000) }] } }] } as never) },
+      allowed: false, kind: 'Pod' },
+  ])('answers $what with a review, and serves on', async ({ request, allowed, kind }) => {
+    const r = await post(review(request));
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body).response).toMatchObject({ uid: 'h1', allowed });
+    expect(kinds.at(-1)).toBe(kind);
     expect((await post('{}')).status).toBe(400);
   });
 
