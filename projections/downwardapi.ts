@@ -109,8 +109,20 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 function unknownKeys(o: Record<string, unknown>, known: readonly string[], at: string): string[] {
-  return Object.keys(o).filter((k) => !known.includes(k)).map((k) => `${at}.${k}: unknown field`);
+  return Object.keys(o).filter((k) => !known.includes(k)).map((k) => `${at}: unknown field ${q(k)}`);
 }
+
+/**
+ * Pod-controlled text in a message: JSON-quoted, everything outside printable ASCII escaped,
+ * cut at 80 characters (the messages become log lines, Events and CSI errors).
+ */
+function q(s: string): string {
+  const body = JSON.stringify(s.length > 80 ? s.slice(0, 80) : s).slice(1, -1).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return `"${body}${s.length > 80 ? `…(${s.length} chars)` : ''}"`;
+}
+
+/** Most problems listed for one source: the rest are counted (a hostile source can have thousands). */
+const MAX_PROBLEMS = 10;
 
 /** Problems with one fieldRef (volume items and env share it); [] when valid. */
 export function checkFieldRef(ref: unknown, at: string, allowed: ReadonlySet<string> = FIELDS): string[] {
@@ -123,26 +135,26 @@ export function checkFieldRef(ref: unknown, at: string, allowed: ReadonlySet<str
     const [p, key] = sub;
     if (p === 'metadata.annotations' ? !isQualifiedName(key.toLowerCase()) : p === 'metadata.labels' ? !isQualifiedName(key) : true) {
       errs.push(p === 'metadata.annotations' || p === 'metadata.labels'
-        ? `${at}.fieldPath: ${JSON.stringify(key)} is not a valid key (a qualified name: [prefix/]name)`
+        ? `${at}.fieldPath: ${q(key)} is not a valid key (a qualified name: [prefix/]name)`
         : `${at}.fieldPath: ${p} does not support a subscript`);
     }
   } else if (!allowed.has(ref.fieldPath)) {
-    errs.push(`${at}.fieldPath: ${JSON.stringify(ref.fieldPath)} is not supported; use one of ${[...allowed].join(', ')}`);
+    errs.push(`${at}.fieldPath: ${q(ref.fieldPath)} is not supported; use one of ${[...allowed].join(', ')}`);
   }
   return errs;
 }
 
 function checkDivisor(resource: string, divisor: unknown, at: string): string[] {
   if (divisor === undefined) return [];
-  const q = typeof divisor === 'string' || typeof divisor === 'number' ? parseQuantity(String(divisor)) : undefined;
-  if (!q) return [`${at}.divisor: ${JSON.stringify(divisor)} is not a quantity`];
-  if (isZero(q)) return [];
+  const quantity = typeof divisor === 'string' || typeof divisor === 'number' ? parseQuantity(String(divisor)) : undefined;
+  if (!quantity) return [`${at}.divisor: ${q(String(divisor))} is not a quantity`];
+  if (isZero(quantity)) return [];
   const one = { num: 1n, den: 1n };
   if (resource.endsWith('.cpu')) {
-    return equal(q, one) || equal(q, { num: 1n, den: 1000n }) ? [] : [`${at}.divisor: only 1m and 1 are supported with the cpu resource`];
+    return equal(quantity, one) || equal(quantity, { num: 1n, den: 1000n }) ? [] : [`${at}.divisor: only 1m and 1 are supported with the cpu resource`];
   }
   const binary = /[KMGTPE]i$/.test(String(divisor));
-  const ok = equal(q, one) || [1, 2, 3, 4, 5, 6].some((k) => equal(q, { num: binary ? 1n << BigInt(10 * k) : 10n ** BigInt(3 * k), den: 1n }));
+  const ok = equal(quantity, one) || [1, 2, 3, 4, 5, 6].some((k) => equal(quantity, { num: binary ? 1n << BigInt(10 * k) : 10n ** BigInt(3 * k), den: 1n }));
   return ok ? [] : [`${at}.divisor: only 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with ${resource}`];
 }
 
@@ -187,10 +199,38 @@ export function checkSource(src: unknown, at = 'downwardAPI', containers?: reado
     }
     if (typeof item.path === 'string') paths.add(cleanPath(item.path));
   });
+  errs.push(...fileDirectoryConflicts(paths, at));
+  return errs.length > MAX_PROBLEMS ? [...errs.slice(0, MAX_PROBLEMS), `${at}: and ${errs.length - MAX_PROBLEMS} more problems`] : errs;
+}
+
+/**
+ * Paths where one item's file is another's directory ("a" and "a/b"), each reported once, at
+ * its nearest such ancestor. Linear in the components: a trie, not every prefix of every path
+ * (128 items of 2,000 components each made that quadratic check take seconds, on every watch
+ * event of the pod, with the agent's event loop blocked).
+ */
+function fileDirectoryConflicts(paths: ReadonlySet<string>, at: string): string[] {
+  interface Node { file?: string; kids: Map<string, Node> }
+  const root: Node = { kids: new Map() };
   for (const p of paths) {
-    const parent = p.split('/').slice(0, -1);
-    for (let n = 1; n <= parent.length; n++) {
-      if (paths.has(parent.slice(0, n).join('/'))) errs.push(`${at}.items: ${JSON.stringify(parent.slice(0, n).join('/'))} is both a file and the directory of ${JSON.stringify(p)}`);
+    let n = root;
+    for (const c of p.split('/')) {
+      let k = n.kids.get(c);
+      if (!k) n.kids.set(c, (k = { kids: new Map() }));
+      n = k;
+    }
+    n.file = p;
+  }
+  const errs: string[] = [];
+  for (const p of paths) {
+    let n = root;
+    const parts = p.split('/');
+    for (const c of parts.slice(0, -1)) {
+      n = n.kids.get(c)!;
+      if (n.file !== undefined) {
+        errs.push(`${at}.items: ${q(n.file)} is both a file and the directory of ${q(p)}`);
+        break;
+      }
     }
   }
   return errs;
@@ -200,10 +240,10 @@ function checkResourceRef(ref: unknown, at: string, containers: readonly string[
   if (!isRecord(ref)) return [`${at}: must be an object`];
   const errs = unknownKeys(ref, ['containerName', 'resource', 'divisor'], at);
   if (typeof ref.containerName !== 'string' || ref.containerName === '') return [...errs, `${at}.containerName: required in a volume`];
-  if (containers && !containers.includes(ref.containerName)) errs.push(`${at}.containerName: the pod has no container ${JSON.stringify(ref.containerName)}`);
+  if (containers && !containers.includes(ref.containerName)) errs.push(`${at}.containerName: the pod has no container ${q(ref.containerName)}`);
   if (typeof ref.resource !== 'string' || ref.resource === '') return [...errs, `${at}.resource: required`];
   if (!RESOURCES.has(ref.resource) && !HUGEPAGES.some((h) => (ref.resource as string).startsWith(h))) {
-    errs.push(`${at}.resource: ${JSON.stringify(ref.resource)} is not supported; use one of ${[...RESOURCES].join(', ')} or limits/requests.hugepages-<size>`);
+    errs.push(`${at}.resource: ${q(ref.resource)} is not supported; use one of ${[...RESOURCES].join(', ')} or limits/requests.hugepages-<size>`);
   }
   return [...errs, ...checkDivisor(ref.resource, ref.divisor, at)];
 }

@@ -12,6 +12,9 @@ import { KeyedRateLimiter } from '../common/ratelimit.ts';
 import { FAILURE_LOG_LIMIT } from '../common/defaults.ts';
 import { describe } from '../common/validation.ts';
 
+/** Longest message logged for one failure (an Event's is cut at 1 KiB where it is posted). */
+const MAX_LOG_MESSAGE = 2048;
+
 export class FailureReporter {
   readonly #log: Logger;
   readonly #events: EventSink;
@@ -31,10 +34,12 @@ export class FailureReporter {
     const key = `${pod.namespace ?? ''}/${pod.name}`;
     const suppressed = this.#limiter.take(pod.uid ?? key);
     if (suppressed !== null) {
+      // One bounded line: the message once (its pod-controlled parts are quoted and cut where
+      // they are made), and the underlying error only when there is one (an errno, a stack).
       this.#log.warn({
         [F.pod]: key, [F.podUID]: pod.uid, [F.volume]: e.context.volume, [F.file]: e.context.file,
-        [F.reason]: e.reason, [F.err]: e.cause ?? e, [F.suppressed]: suppressed || undefined,
-      }, e.message);
+        [F.reason]: e.reason, [F.err]: e.cause, [F.suppressed]: suppressed || undefined,
+      }, e.message.length > MAX_LOG_MESSAGE ? `${e.message.slice(0, MAX_LOG_MESSAGE)}…(${e.message.length} chars)` : e.message);
     }
     const where = e.context.volume ? `volume ${describe(e.context.volume)}: ` : '';
     if (!this.#events.warn(pod, REASON_PROJECTION_FAILED, `${e.reason}: ${where}${e.message}`)) {

@@ -88,7 +88,7 @@ describe('downward API items render as the kubelet renders them', () => {
 describe('checkSource refuses what the API server refuses, and what we cannot serve', () => {
   const bad: { name: string; source: unknown; error: RegExp }[] = [
     { name: 'not an object', source: 'items', error: /must be an object/ },
-    { name: 'an unknown field (never dropped silently)', source: { items: [], sources: [] }, error: /sources: unknown field/ },
+    { name: 'an unknown field (never dropped silently)', source: { items: [], sources: [] }, error: /downwardAPI: unknown field "sources"/ },
     { name: 'an absolute path', source: { items: [field('/etc/passwd', 'metadata.name')] }, error: /relative path/ },
     { name: 'a .. element', source: { items: [field('a/../../x', 'metadata.name')] }, error: /must not contain '\.\.'/ },
     { name: 'a path starting with ..', source: { items: [field('..data', 'metadata.name')] }, error: /must not start with '\.\.'/ },
@@ -114,6 +114,20 @@ describe('checkSource refuses what the API server refuses, and what we cannot se
 
   it.each(bad)('$name', ({ source, error }) => {
     expect(checkSource(source).join('\n')).toMatch(error);
+  });
+
+  // Pod-controlled: the problems become log lines, Events and CSI errors.
+  it('quotes a hostile key, escaped and cut at 80 characters', () => {
+    const [problem] = checkSource({ items: [], ['\x1b[2J\n' + 'K'.repeat(300_000)]: 1 });
+    expect(problem).toBe(`downwardAPI: unknown field "\\u001b[2J\\n${'K'.repeat(75)}…(300005 chars)"`);
+  });
+
+  it('reports a chain of files inside files once per path, and at most ten problems in all', () => {
+    const chain = Array.from({ length: 128 }, (_, i) => field(Array.from({ length: i + 1 }, () => 'a').join('/'), 'metadata.name'));
+    const problems = checkSource({ items: chain });
+    expect(problems).toHaveLength(11);
+    expect(problems[0]).toBe('downwardAPI.items: "a" is both a file and the directory of "a/a"');
+    expect(problems[10]).toBe('downwardAPI: and 117 more problems');
   });
 
   it('names a container the pod lacks when it knows the containers', () => {

@@ -32,6 +32,17 @@ describe('FailureReporter', () => {
     expect(events.sent).toEqual([{ obj: POD, reason: 'OwnerRefsProjectionFailed', message: 'WriteFailed: volume "podinfo": writing ownerReferences failed: ENOSPC' }]);
   });
 
+  it('logs one bounded line: a refusal without its own stack, a write failure with the error behind it', () => {
+    const { r, lines } = reporter();
+    r.report(POD, new ProjectionError('InvalidDownwardAPI', `downwardAPI: ${'x'.repeat(10_000)}`));
+    const cause = Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    r.report({ ...POD, uid: 'uid-2' }, new ProjectionError('WriteFailed', 'writing ownerReferences failed: ENOSPC', {}, cause));
+    expect(lines[0]!.err).toBeUndefined();
+    expect(JSON.stringify(lines[0]).length).toBeLessThan(2_400);
+    expect(lines[0]!.msg).toMatch(/…\(10013 chars\)$/);
+    expect(lines[1]!.err).toMatchObject({ message: 'ENOSPC: no space left on device', code: 'ENOSPC' });
+  });
+
   it('logs a burst per pod, then one a minute carrying how many it suppressed', () => {
     const { r, lines, advance } = reporter();
     for (let i = 0; i < 10; i++) r.report(POD, new ProjectionError('NameTaken', `attempt ${i}`));
