@@ -87,7 +87,8 @@ export function percentEncode(message: string): string {
  * Answers one HTTP/2 stream as a unary gRPC call to `routes` (by :path). Never throws:
  * every outcome is a response on the stream, or nothing if the client has gone.
  */
-export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>, maxMessageBytes: number): void {
+export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>, maxMessageBytes: number,
+  bodyTimeoutMs = Infinity): void {
   stream.on('error', () => {}); // the client reset the stream: there is no one to answer
   if (headers[':method'] !== 'POST') return plain(stream, 405);
   const contentType = /^application\/grpc(?:\+([^;]*))?(?:;|$)/.exec(String(headers['content-type'] ?? ''));
@@ -105,6 +106,16 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
   const chunks: Buffer[] = [];
   let size = 0;
   let refused = false;
+  // A body that never ends would hold its buffer and a stream slot forever: the whole
+  // request must arrive within bodyTimeoutMs (the handler's own time is not counted).
+  const deadline = Number.isFinite(bodyTimeoutMs) ? setTimeout(() => {
+    refused = true;
+    chunks.length = 0;
+    fail(stream, new RpcError(S.DEADLINE_EXCEEDED, `the request did not arrive whole within ${bodyTimeoutMs} ms`));
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+  }, bodyTimeoutMs) : undefined;
+  deadline?.unref();
+  stream.once('close', () => clearTimeout(deadline));
   stream.on('data', (chunk: Buffer) => {
     if (refused) return;
     size += chunk.length;
@@ -121,6 +132,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
     chunks.push(chunk);
   });
   stream.on('end', () => {
+    clearTimeout(deadline);
     if (refused) return;
     const message = unframe(Buffer.concat(chunks, size), maxMessageBytes);
     if (message instanceof RpcError) return fail(stream, message);

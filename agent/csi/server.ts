@@ -21,6 +21,13 @@ export const MAX_MESSAGE_BYTES = 256 * 1024;
 const MAX_CONCURRENT_STREAMS = 128;
 // How long stop() lets in-flight calls finish before closing their connections.
 const STOP_GRACE_MS = 5_000;
+// A request's body must arrive whole within this (the kubelet sends a few hundred bytes at once).
+const BODY_TIMEOUT_MS = 30_000;
+// A connection with no frames for this long is closed (GOAWAY; the kubelet's gRPC client
+// reconnects on its next call), and so is one that never completes the HTTP/2 preface.
+const IDLE_TIMEOUT_MS = 300_000;
+// The kubelet holds one or two; the socket is root's only, so this bounds a confused root process.
+const MAX_CONNECTIONS = 64;
 
 export interface ServeOptions {
   observe?: CallObserver;
@@ -28,6 +35,9 @@ export interface ServeOptions {
   onError?: (err: unknown) => void;
   /** Default STOP_GRACE_MS. */
   stopGraceMs?: number;
+  /** Defaults BODY_TIMEOUT_MS and IDLE_TIMEOUT_MS; tests shorten them. */
+  bodyTimeoutMs?: number;
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -49,7 +59,7 @@ export interface UnixServer {
 export async function serveUnix(
   socket: string,
   services: [ServiceDefinition, Handlers][],
-  { observe = () => {}, onError = () => {}, stopGraceMs = STOP_GRACE_MS }: ServeOptions = {},
+  { observe = () => {}, onError = () => {}, stopGraceMs = STOP_GRACE_MS, bodyTimeoutMs = BODY_TIMEOUT_MS, idleTimeoutMs = IDLE_TIMEOUT_MS }: ServeOptions = {},
 ): Promise<UnixServer> {
   const routes = new Map<string, UnaryRoute>();
   for (const [def, handlers] of services) {
@@ -65,6 +75,7 @@ export async function serveUnix(
   // open (Node ends it and waits for the peer), so stop() destroys the sockets themselves.
   const connections = new Set<net.Socket>();
   const server = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } });
+  server.maxConnections = MAX_CONNECTIONS;
   server.on('connection', (c: net.Socket) => {
     connections.add(c);
     c.once('close', () => connections.delete(c));
@@ -72,10 +83,15 @@ export async function serveUnix(
   server.on('session', (s: http2.ServerHttp2Session) => {
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
+    // Idle (or never past the preface): GOAWAY, then cut a peer that does not close in turn.
+    s.setTimeout(idleTimeoutMs, () => {
+      s.close();
+      setTimeout(() => s.destroy(), stopGraceMs).unref();
+    });
   });
   // A client that does not speak HTTP/2 loses its own connection; nothing else is affected.
   server.on('sessionError', () => {});
-  server.on('stream', (stream, headers) => answer(stream, headers, routes, MAX_MESSAGE_BYTES));
+  server.on('stream', (stream, headers) => answer(stream, headers, routes, MAX_MESSAGE_BYTES, bodyTimeoutMs));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, () => {

@@ -10,7 +10,7 @@ const STATUS_NAMES = [
 ] as const;
 
 /** The codes the wire protocol itself answers with (handlers bring their own). */
-export const Status = { RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12, INTERNAL: 13 } as const;
+export const Status = { DEADLINE_EXCEEDED: 4, RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12, INTERNAL: 13 } as const;
 
 export function statusName(code: number): string {
   return STATUS_NAMES[code] ?? String(code);

@@ -2,6 +2,8 @@
 // ours: @grpc/grpc-js, decoding with @grpc/proto-loader from the .proto files. The grpc-go
 // side (the kubelet, csi-sanity) is test/e2e's and localcluster/csi's.
 import { lstatSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,12 +23,14 @@ function sock(): string {
   return path.join(mkdtempSync(path.join(os.tmpdir(), 'csi-server-')), 'csi.sock');
 }
 
-async function serve(node: Handlers, opts: { socket?: string; stopGraceMs?: number } = {}) {
+async function serve(node: Handlers, opts: { socket?: string; stopGraceMs?: number; bodyTimeoutMs?: number; idleTimeoutMs?: number } = {}) {
   const calls: string[] = [];
   const socket = opts.socket ?? sock();
   const server = await serveUnix(socket, [[defs.identity, { Probe: () => ({ ready: { value: true } }) }], [defs.node, node]], {
     observe: (method, code) => calls.push(`${method} ${code}`),
     ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
+    ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: opts.bodyTimeoutMs } : {}),
+    ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}),
   });
   servers.push(server);
   return { socket, server, calls, c: csiClient(socket) };
@@ -143,6 +147,29 @@ describe('serveUnix', () => {
     const closed = new Promise<void>((r) => raw.once('close', () => r()));
     raw.resume();
     await closed;
+  });
+
+  // Without these, streams that never end held their buffers (up to 256 KiB each, 128 per
+  // connection) and connections that sent nothing stayed open, for ever.
+  it('answers DEADLINE_EXCEEDED to a request whose body never ends, and frees its stream', async () => {
+    const { socket } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }) }, { bodyTimeoutMs: 100 });
+    const session = http2.connect('http://localhost', { createConnection: () => net.connect(socket) });
+    session.on('error', () => {});
+    const stream = session.request({ ':method': 'POST', ':path': '/csi.v1.Node/NodeGetInfo', 'content-type': 'application/grpc' });
+    stream.on('error', () => {});
+    stream.write(Buffer.from([0, 0, 0, 1, 0])); // a frame declaring 65,536 bytes, never sent
+    const [headers] = await once(stream, 'response') as [http2.IncomingHttpHeaders];
+    expect(headers).toMatchObject({ 'grpc-status': '4', 'grpc-message': expect.stringMatching(/did not arrive whole within 100 ms/) });
+    session.destroy();
+  });
+
+  it('closes a connection that stays idle, or never gets past the preface', async () => {
+    const { socket, c } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }) }, { idleTimeoutMs: 100, stopGraceMs: 100 });
+    const raw = net.connect(socket);
+    raw.on('error', () => {});
+    raw.resume();
+    await once(raw, 'close'); // sent nothing at all
+    expect(await c.call('node', 'NodeGetInfo')).toMatchObject({ code: 0 }); // a client that reconnects is served
   });
 
   it('stop() closes a connection whose call never finishes, after the grace period', async () => {
