@@ -177,10 +177,12 @@ export class NodeDriver {
    * requests). If not, wait a little for it, then GET it once.
    */
   async #findPod(uid: string, namespace: string, name: string): Promise<void> {
-    if (await this.#o.pods.waitForPod(uid, this.#o.podWaitMs ?? CSI_POD_WAIT_MS)) return;
+    // The kubelet always sends a valid namespace and name: anything else is refused at once,
+    // not after the wait for the pod.
     if (!isDns1123Label(namespace) || !isDns1123Subdomain(name)) {
       throw invalid(`the volume context names pod ${describe(`${namespace}/${name}`)}, which is not a valid namespace/name`);
     }
+    if (await this.#o.pods.waitForPod(uid, this.#o.podWaitMs ?? CSI_POD_WAIT_MS)) return;
     let pod: FetchedPod | undefined;
     try {
       pod = await this.#o.getPod(namespace, name);

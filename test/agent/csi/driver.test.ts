@@ -165,6 +165,16 @@ describe('CSI Identity and Node services', () => {
     expect(gets).toEqual([]);
   });
 
+  it('refuses a volume context naming no valid namespace/name at once, not after the wait for the pod', async () => {
+    const { root, c, gets } = await setup({ podWaitMs: 600_000 });
+    const p = csiPod();
+    const req = kubeletPrepare(root, { ...ref(p), namespace: 'a\nb', name: '../../x' });
+    const r = await c.call('node', 'NodePublishVolume', req);
+    expect(r.code).toBe(3);
+    expect(r.details).toMatch(/names pod "a\\nb\/..\/..\/x", which is not a valid namespace\/name/);
+    expect(gets).toEqual([]);
+  });
+
   it('reads the pod once from the API server when the watch does not deliver it in time', async () => {
     const p = csiPod({ owners: [owner({ name: 'fetched' })] });
     const { root, c, gets } = await setup({ podWaitMs: 10, apiPods: [p] });
