@@ -6,16 +6,22 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 
+/** A scratch directory holding a kubeconfig whose API server never answers (port 1). */
+function unreachableCluster(): { dir: string; kubeconfig: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-main-'));
+  const kubeconfig = path.join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+  }));
+  return { dir, kubeconfig };
+}
+
 describe('ownerrefs-agent run', () => {
   it('exits 1 with one line when the start fails half-way, instead of idling with handles open', () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-main-'));
-    const kubeconfig = path.join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
-      users: [{ name: 'u', user: { token: 't' } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-    }));
+    const { dir, kubeconfig } = unreachableCluster();
     const notADir = path.join(dir, 'file');
     writeFileSync(notADir, '');
     // The directory watch is up by the time the CSI socket's directory cannot be made.
@@ -31,14 +37,7 @@ describe('ownerrefs-agent run', () => {
 
 describe('ownerrefs-agent run logs', () => {
   it('names the node once per line (a repeated JSON key is read differently by each log pipeline)', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-main-'));
-    const kubeconfig = path.join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
-      users: [{ name: 'u', user: { token: 't' } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-    }));
+    const { dir, kubeconfig } = unreachableCluster();
     const child = spawn(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), 'run', '--node-name=n1', `--kubeconfig=${kubeconfig}`,
       `--kubelet-root=${dir}`, '--health-addr=127.0.0.1:0', '--registration-dir='], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
