@@ -19,6 +19,11 @@ export interface ReadinessCheck {
 
 export function startHealthServer(opts: { host: string; port: number; ready: ReadinessCheck; registry: Registry }): Promise<http.Server> {
   const server = createServer((req, res) => {
+    // Probes and scrapes read; nothing here changes state, so nothing else is answered 200.
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', 'GET, HEAD');
+      return reply(res, 405, 'method not allowed: GET or HEAD\n');
+    }
     const url = req.url?.split('?')[0];
     if (url === '/healthz' || url === '/livez') return reply(res, 200, 'ok\n');
     if (url === '/readyz') {

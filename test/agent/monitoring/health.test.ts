@@ -14,8 +14,8 @@ async function serve(problems: string[] = []) {
   const server = await startHealthServer({ host: '127.0.0.1', port: 0, ready: () => problems, registry });
   servers.push(server);
   const { port } = server.address() as { port: number };
-  return async (p: string) => {
-    const res = await fetch(`http://127.0.0.1:${port}${p}`);
+  return async (p: string, method = 'GET') => {
+    const res = await fetch(`http://127.0.0.1:${port}${p}`, { method });
     return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
   };
 }
@@ -37,6 +37,11 @@ describe('health server', () => {
     expect(r.status).toBe(200);
     expect(r.type).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(r.body).toContain('ownerrefs_test_total 3');
+  });
+
+  it.each(['POST', 'DELETE', 'PUT'])('answers %s with 405 on every path (only probes and scrapes read it)', async (method) => {
+    const get = await serve();
+    for (const p of ['/healthz', '/metrics', '/other']) expect(await get(p, method)).toMatchObject({ status: 405, body: 'method not allowed: GET or HEAD\n' });
   });
 
   it('anything else is 404', async () => {
