@@ -11,6 +11,7 @@ import { settingsFromLabels } from '../kube/nodeconfig.ts';
 import type { ApiClient } from '../kube/client.ts';
 import { ApiError } from '../kube/client.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
+import { oneLine } from '../common/validation.ts';
 
 export type Verdict = 'OK' | 'FAIL' | 'WARN' | 'SKIP';
 export interface Finding {
@@ -171,8 +172,9 @@ async function node(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding> {
   }, `Node ${cfg.nodeName} does not exist: --node-name (NODE_NAME) must be this node's name, as \`kubectl get nodes\` shows it (the DaemonSet sets it from spec.nodeName).`);
 }
 
+/** One line per finding: messages quote flag values and API answers, so controls are escaped. */
 export function formatFindings(findings: readonly Finding[]): string {
-  return findings.map((f) => `${f.verdict.padEnd(4)} ${f.check}: ${f.message}`).join('\n') + '\n';
+  return findings.map((f) => `${f.verdict.padEnd(4)} ${f.check}: ${oneLine(f.message)}`).join('\n') + '\n';
 }
 
 /** The real environment. */

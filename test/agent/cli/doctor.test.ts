@@ -93,6 +93,14 @@ describe('doctor', () => {
     expect(f.message).toMatch(says);
   });
 
+  it('prints one line per finding, whatever a flag value holds', async () => {
+    const w = healthy();
+    const root = '/tmp/nl\nFAKE OK line\x1b[2J';
+    const out = formatFindings(await runChecks({ ...CFG, kubeletRoot: root, csiSocket: undefined }, envOf(w)));
+    expect(out.split('\n').filter(Boolean)).toHaveLength((await runChecks({ ...CFG, csiSocket: undefined }, envOf(w))).length);
+    expect(out).toContain('/tmp/nl FAKE OK line\\u001b[2J/pods does not exist');
+  });
+
   it('an unreachable API server fails once, and the checks that need it are not run', async () => {
     const w = healthy();
     w.api['/version'] = new Error('connect ECONNREFUSED 10.96.0.1:443');
