@@ -11,6 +11,7 @@ import { KubeCredentials } from '../kube/kubeconfig.ts';
 import { startHealthServer } from '../monitoring/health.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { WebhookConfig } from './config.ts';
+import { SERVED_KINDS } from './review.ts';
 import { startWebhookServer, type TlsMaterial } from './server.ts';
 
 export interface RunningWebhook {
@@ -24,6 +25,9 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   collectDefaultMetrics({ register: registry });
   const reviews = new Counter({ name: 'ownerrefs_webhook_reviews_total', help: 'AdmissionReviews answered, by result (mutated, unchanged, denied, malformed: not a review, too large, timed out; error: could not be processed) and kind (a served kind, other, or empty when unread)', labelNames: ['result', 'kind'], registers: [registry] });
   const seconds = new Histogram({ name: 'ownerrefs_webhook_review_seconds', help: 'Time from a review\'s arrival to its answer', buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1], registers: [registry] });
+  // The error series exist from the start at 0: an alert on increase() cannot see the first
+  // error of a series that appears at 1.
+  for (const kind of [...SERVED_KINDS, 'other']) reviews.inc({ result: 'error', kind }, 0);
   const expiry = new Gauge({ name: 'ownerrefs_webhook_certificate_expiry_timestamp_seconds', help: 'When the serving certificate expires (Unix time)', registers: [registry] });
   let tlsError = 'no serving certificate yet';
 
@@ -57,7 +61,7 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
     host: cfg.listenHost, port: cfg.listenPort, tls, log,
     observe: (result, kind, s) => {
       reviews.inc({ result, kind });
-      seconds.observe(s);
+      if (s !== undefined) seconds.observe(s);
     },
   });
   const reload = async (why: string) => {

@@ -83,6 +83,9 @@ const SERVED: Readonly<Record<string, readonly string[]>> = {
   batch: ['Job', 'CronJob'],
 };
 
+/** Every kind the webhook rewrites (the values of its metrics' kind label, with 'other'). */
+export const SERVED_KINDS: readonly string[] = Object.values(SERVED).flat();
+
 /** True for the kinds the webhook rewrites (a group like "constructor" is no key of SERVED). */
 export function isServed(kind: AdmissionRequest['kind']): boolean {
   return Object.hasOwn(SERVED, kind.group) && SERVED[kind.group]!.includes(kind.kind);

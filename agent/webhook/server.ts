@@ -26,8 +26,8 @@ export interface TlsMaterial {
 }
 
 export interface WebhookObserver {
-  /** `kind`: a served kind, 'other', or '' when the request was not read. */
-  (result: 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error', kind: string, seconds: number): void;
+  /** `kind`: a served kind, 'other', or '' when the request was not read; `seconds` unset when it never became a review (a timeout, a parse error). */
+  (result: 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error', kind: string, seconds?: number): void;
 }
 
 export interface WebhookServer {
@@ -63,9 +63,10 @@ export function startWebhookServer(opts: {
   // then answered as Node would (with a listener, Node leaves the answer to us).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-    const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large'
+      : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? '413 Payload Too Large' : '400 Bad Request';
     opts.log.warn({ [F.reason]: 'ClientError', [F.err]: clip(`${err.code ?? 'error'}: ${err.message}`) }, `answered ${status}`);
-    observe('malformed', '', 0);
+    observe('malformed', '');
     socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });
   server.requestTimeout = requestTimeout;

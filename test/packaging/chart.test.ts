@@ -132,6 +132,7 @@ describe('the chart', () => {
     ['the root directory as the kubelet root', ['--set', 'kubeletRootDir=/'], 'kubeletRootDir'],
     ['a tag in the repository', ['--set', 'image.repository=ghcr.io/ownerrefs-dev/ownerrefs-agent:0.1.0'], 'repository'],
     ['the selector label among the pod labels', ['--set', 'podLabels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
+    ['the chart\'s own name label among the monitoring labels', ['--set', 'monitoring.labels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
     ['the selector label among the extra labels', ['--set', 'extraLabels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
   ])('refuses %s, naming the value', (_what, args, names) => {
     const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });

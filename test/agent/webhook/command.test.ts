@@ -59,6 +59,10 @@ describe('webhook with --tls-cert-file/--tls-key-file', () => {
     const want = new X509Certificate(second.cert).serialNumber;
     await waitFor(async () => (await servedSerial(w!.port)) === want || undefined, { describe: 'the new certificate served', timeoutMs: 20_000 });
     const metrics = await (await fetch(`http://127.0.0.1:${w.healthPort}/metrics`)).text();
+    // At 0 from the start, so that an alert on increase() sees the first error (prom-client
+    // would otherwise make the series appear at 1).
+    expect(metrics).toContain('ownerrefs_webhook_reviews_total{result="error",kind="Pod"} 0');
+    expect(metrics).toContain('ownerrefs_webhook_reviews_total{result="error",kind="other"} 0');
     expect(metrics).toMatch(new RegExp(`ownerrefs_webhook_certificate_expiry_timestamp_seconds ${Math.floor(Date.parse(new X509Certificate(second.cert).validTo) / 1000)}`));
   });
 
