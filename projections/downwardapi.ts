@@ -16,6 +16,7 @@
 import { formatMap } from './goquote.ts';
 import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
+import { describe } from './describe.ts';
 import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rational } from './quantity.ts';
 import type { KeepRule, OwnerReference, ProjectedFile } from './types.ts';
 
@@ -118,14 +119,8 @@ function unknownKeys(o: Record<string, unknown>, known: readonly string[], at: s
   return Object.keys(o).filter((k) => !known.includes(k)).map((k) => `${at}: unknown field ${q(k)}`);
 }
 
-/**
- * Pod-controlled text in a message: JSON-quoted, everything outside printable ASCII escaped,
- * cut at 80 characters (the messages become log lines, Events and CSI errors).
- */
-function q(s: string): string {
-  const body = JSON.stringify(s.length > 80 ? s.slice(0, 80) : s).slice(1, -1).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  return `"${body}${s.length > 80 ? `…(${s.length} chars)` : ''}"`;
-}
+/** Pod-controlled text in a message (describe.ts): quoted, escaped, cut at 80 characters. */
+const q = (s: string): string => describe(s);
 
 /** Problems with one fieldRef (volume items and env share it); [] when valid. */
 export function checkFieldRef(ref: unknown, at: string, allowed: ReadonlySet<string> = FIELDS): string[] {

@@ -1,6 +1,11 @@
 // The grammars pod-controlled and kubelet-supplied names must match before any of them
 // becomes a path, a request or a message, and the one way such text is quoted.
 
+import { describe } from '../../projections/describe.ts';
+
+// Quoting and bounding live with the projections, which quote pod text in their problems too.
+export { clip, describe } from '../../projections/describe.ts';
+
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 // UIDs are opaque strings to Kubernetes; API server UIDs are UUIDs and static-pod UIDs
@@ -20,17 +25,6 @@ export function isDns1123Subdomain(s: string): boolean {
 /** A pod UID we are willing to use as a path component. */
 export function isValidPodUID(uid: string): boolean {
   return POD_UID.test(uid);
-}
-
-/**
- * Quote pod-controlled text for messages, bounded so it cannot flood logs or Events, with
- * everything outside printable ASCII escaped: a look-alike (Cyrillic "о" in "pоdinfo") or
- * an invisible character shows as \u043e instead of passing for what it imitates.
- */
-export function describe(s: string, max = 80): string {
-  const body = JSON.stringify(s.length > max ? s.slice(0, max) : s).slice(1, -1)
-    .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  return `"${body}${s.length > max ? `…(${s.length} chars)` : ''}"`;
 }
 
 /**

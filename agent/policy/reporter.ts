@@ -10,7 +10,7 @@ import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { KeyedRateLimiter } from '../common/ratelimit.ts';
 import { FAILURE_LOG_LIMIT } from '../common/defaults.ts';
-import { describe } from '../common/validation.ts';
+import { clip, describe } from '../common/validation.ts';
 
 /** Longest message logged for one failure (an Event's is cut at 1 KiB where it is posted). */
 const MAX_LOG_MESSAGE = 2048;
@@ -39,7 +39,7 @@ export class FailureReporter {
       this.#log.warn({
         [F.pod]: key, [F.podUID]: pod.uid, [F.volume]: e.context.volume, [F.file]: e.context.file,
         [F.reason]: e.reason, [F.err]: e.cause, [F.suppressed]: suppressed || undefined,
-      }, e.message.length > MAX_LOG_MESSAGE ? `${e.message.slice(0, MAX_LOG_MESSAGE)}…(${e.message.length} chars)` : e.message);
+      }, clip(e.message, MAX_LOG_MESSAGE));
     }
     const where = e.context.volume ? `volume ${describe(e.context.volume)}: ` : '';
     if (!this.#events.warn(pod, REASON_PROJECTION_FAILED, `${e.reason}: ${where}${e.message}`)) {

@@ -8,7 +8,7 @@
 //   PodTemplate                            template.spec
 
 import type { OwnerReference } from '../../projections/types.ts';
-import { displayName, oneLine } from '../common/validation.ts';
+import { clip, displayName, oneLine } from '../common/validation.ts';
 import { mentionsOwnerReferences, rewriteSpec, type PatchOp } from './podspec.ts';
 
 /** Kind -> path of its pod spec. */
@@ -40,7 +40,7 @@ function denial(kind: string, name: string, refusals: string[]): string {
   const more = refusals.length > shown.length ? ` (and ${refusals.length - shown.length} more)` : '';
   // Refusals quote the manifest's own keys; kubectl prints the message as it is.
   const text = oneLine(`ownerrefs.dev cannot serve metadata.ownerReferences for ${kind} ${name}: ${shown.join('; ')}${more}`);
-  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…(${text.length} chars)` : text;
+  return clip(text, MAX_MESSAGE);
 }
 
 /** Longest denial message: five refusals with their quoted (80-character) names fit. */

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { clip } from '../common/validation.ts';
 import { F } from '../monitoring/logfields.ts';
 import { admit, isServed, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
 
@@ -65,7 +66,7 @@ export function startWebhookServer(opts: {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
     const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large'
       : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? '413 Payload Too Large' : '400 Bad Request';
-    opts.log.warn({ [F.reason]: 'ClientError', [F.err]: clip(`${err.code ?? 'error'}: ${err.message}`) }, `answered ${status}`);
+    opts.log.warn({ [F.reason]: 'ClientError', [F.err]: clip(`${err.code ?? 'error'}: ${err.message}`, MAX_FIELD) }, `answered ${status}`);
     observe('malformed', '');
     socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });
@@ -90,10 +91,8 @@ export function startWebhookServer(opts: {
 
 type Result = 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error';
 
-/** A string from the request, for a log line: bounded, so no request can make a line of megabytes. */
-function clip(s: string, max = 1024): string {
-  return s.length > max ? `${s.slice(0, max)}…(${s.length} chars)` : s;
-}
+/** Strings from the request in a log line are cut at this, so no request makes a line of megabytes. */
+const MAX_FIELD = 1024;
 
 function handle(body: string, res: ServerResponse, log: Logger, done: (result: Result, kind: string) => void): void {
   let req;
@@ -101,10 +100,10 @@ function handle(body: string, res: ServerResponse, log: Logger, done: (result: R
     req = parseReview(body);
   } catch (err) {
     if (!(err instanceof ReviewError)) return failed(err, undefined, res, log, done);
-    log.warn({ [F.reason]: 'MalformedReview', [F.err]: clip(err.message) }, 'malformed AdmissionReview');
+    log.warn({ [F.reason]: 'MalformedReview', [F.err]: clip(err.message, MAX_FIELD) }, 'malformed AdmissionReview');
     done('malformed', '');
-    if (err.uid === undefined) return reply(res, 400, `not an AdmissionReview: ${clip(err.message)}\n`);
-    return reply(res, 200, reviewOf({ uid: err.uid, allowed: false, status: { code: 400, message: `malformed AdmissionReview: ${clip(err.message)}` } }), 'application/json');
+    if (err.uid === undefined) return reply(res, 400, `not an AdmissionReview: ${clip(err.message, MAX_FIELD)}\n`);
+    return reply(res, 200, reviewOf({ uid: err.uid, allowed: false, status: { code: 400, message: `malformed AdmissionReview: ${clip(err.message, MAX_FIELD)}` } }), 'application/json');
   }
   // Only served kinds become a metric label: any string can arrive here.
   const kind = isServed(req.kind) ? req.kind.kind : 'other';
