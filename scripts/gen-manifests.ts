@@ -68,7 +68,8 @@ function withExtraMetadata(doc: string): string {
 
 /**
  * The chart's webhook template: webhook.yaml, with its namespace, image, replicas, priority
- * class, log level, extra labels and annotations from the values; its PodDisruptionBudget only with more than one
+ * class, log level, resources, placement, pod labels and annotations, extra labels and
+ * annotations from the values; its PodDisruptionBudget only with more than one
  * replica (minAvailable 1 of 1 would block every drain); and a refusal without CSI mode
  * (the webhook rewrites KEP volumes into ownerrefs.dev CSI volumes, which only it serves).
  */
@@ -83,7 +84,16 @@ export function webhookTemplate(): string {
       .replace(/^(\s*)imagePullPolicy: IfNotPresent$/, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}')
       .replace(/^(\s*)priorityClassName: system-cluster-critical$/, '$1{{- with .Values.webhook.priorityClassName }}\n$1priorityClassName: {{ . }}\n$1{{- end }}')
       .replace(/^(\s*)value: info$/, '$1value: {{ .Values.logLevel }}');
-  }).join('\n');
+  }).join('\n')
+    // The pod template's labels and annotations, placement and resources from webhook.* values.
+    .replace(/^( {6})labels:\n( {8})app\.kubernetes\.io\/name: ownerrefs-webhook\n/m,
+      '$1labels:\n$2app.kubernetes.io/name: ownerrefs-webhook\n$2{{- with .Values.webhook.podLabels }}\n$2{{- toYaml . | nindent 8 }}\n$2{{- end }}\n' +
+      '$1{{- with .Values.webhook.podAnnotations }}\n$1annotations:\n$2{{- toYaml . | nindent 8 }}\n$1{{- end }}\n')
+    .replace(/^( {6})enableServiceLinks: false\n/m,
+      '$1{{- with .Values.webhook.nodeSelector }}\n$1nodeSelector:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
+      '$1{{- with .Values.webhook.tolerations }}\n$1tolerations:\n$1{{- toYaml . | nindent 6 }}\n$1{{- end }}\n$1enableServiceLinks: false\n')
+    .replace(/^( {8})resources:\n {10}requests: \{cpu: 20m, memory: 96Mi\}\n {10}limits: \{memory: 256Mi\}\n/m,
+      '$1resources:\n$1  {{- toYaml .Values.webhook.resources | nindent 10 }}\n');
   const docs = body.trimEnd().split('\n---\n').map(withExtraMetadata).map((doc) =>
     /^kind: PodDisruptionBudget$/m.test(doc) ? `{{- if gt (int .Values.webhook.replicas) 1 }}\n${doc}\n{{- end }}` : doc);
   const guard = '{{- if not .Values.csi.enabled }}\n{{- fail "webhook.enabled needs csi.enabled: the webhook turns KEP-4753 volumes into ownerrefs.dev CSI volumes, which only the agent\'s CSI driver serves (without it those pods never start)" }}\n{{- end }}';

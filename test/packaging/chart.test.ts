@@ -113,6 +113,23 @@ describe('the chart', () => {
     expect(pod.containers[0].env).toContainEqual({ name: 'LOG_LEVEL', value: 'debug' });
   });
 
+  it('places and labels the webhook\'s pods from webhook.* values, not from the agent\'s (whose toleration of every taint would be wrong for a Deployment)', () => {
+    const webhookPod = (...args: string[]) => objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', ...args])).find((o) => o.kind === 'Deployment')!.spec.template;
+    const plain = webhookPod();
+    expect(plain.spec.tolerations).toBeUndefined();
+    expect(plain.spec.nodeSelector).toBeUndefined();
+    expect(plain.metadata).toEqual({ labels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' } });
+    expect(plain.spec.containers[0].resources).toEqual({ requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '256Mi' } });
+    const set = webhookPod('--set', 'webhook.podLabels.team=infra', '--set', 'webhook.podAnnotations.note=x',
+      '--set', 'webhook.nodeSelector.pool=system', '--set', 'webhook.tolerations[0].key=dedicated', '--set', 'webhook.tolerations[0].operator=Exists',
+      '--set', 'webhook.resources.requests.cpu=50m', '--set', 'webhook.resources.limits.memory=512Mi');
+    expect(set.metadata.labels).toEqual({ 'app.kubernetes.io/name': 'ownerrefs-webhook', team: 'infra' });
+    expect(set.metadata.annotations).toEqual({ note: 'x' });
+    expect(set.spec.nodeSelector).toEqual({ pool: 'system' });
+    expect(set.spec.tolerations).toEqual([{ key: 'dedicated', operator: 'Exists' }]);
+    expect(set.spec.containers[0].resources).toEqual({ requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '512Mi' } });
+  });
+
   it('keeps its namespace when uninstalled or switched to namespace.create=false (Helm would delete it, and everything in it)', () => {
     const ns = objects(helmTemplate(helm)).find((o) => o.kind === 'Namespace')!;
     expect(ns.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
@@ -127,6 +144,7 @@ describe('the chart', () => {
     ['a log level pino lacks', ['--set', 'logLevel=verbose'], 'logLevel'],
     ['a node selector label with a space', ['--set', 'nodeSelectorLabel=my label'], 'nodeSelectorLabel'],
     ['a custom kind without its resource', ['--set', 'followOwners.extraKinds[0]=argoproj.io/v1alpha1/Rollout'], 'extraKinds'],
+    ['the webhook pods\' selector label in webhook.podLabels', ['--set', 'webhook.podLabels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
     ['a namespace that is no DNS label', ['--set', 'namespace.name=Ownerrefs_System'], 'namespace'],
     ['a core kind to follow (it would grant get on every Secret)', ['--set', 'followOwners.rbac=true', '--set', 'followOwners.extraKinds[0]=/v1/Secret=secrets'], 'extraKinds'],
     ['the root directory as the kubelet root', ['--set', 'kubeletRootDir=/'], 'kubeletRootDir'],
