@@ -2,17 +2,23 @@
 // the metrics label), the pod/volume it concerns, and the underlying cause.
 // They are logged once, where they are handled (the reconciler), never where raised.
 
-export type FailureReason =
-  | 'InvalidAnnotation' // annotation value is not a list of valid volume names
-  | 'VolumeNotDeclared' // annotation names a volume the pod does not have
-  | 'UnsupportedVolumeType' // names a volume that is not an emptyDir
-  | 'InvalidMirrorUID' // kubernetes.io/config.mirror is not a valid uid
-  | 'InvalidDownwardAPI' // a CSI volume's downwardAPI items cannot be served
-  | 'TooLarge' // rendered files exceed the size limit
-  | 'UnsafePath' // a symlink or non-directory on the way to the volume
-  | 'NameTaken' // something that is not our file sits at one of our names
-  | 'WriteFailed' // the filesystem refused (read-only, full, I/O error)
-  | 'VolumeNotFound'; // the kubelet has not created (or has removed) the directory
+/** Every failure reason, with what it means; the first group is the pod author's to fix. */
+export const FAILURE_REASONS = {
+  InvalidAnnotation: 'annotation value is not a list of valid volume names',
+  VolumeNotDeclared: 'annotation names a volume the pod does not have',
+  UnsupportedVolumeType: 'names a volume that is not an emptyDir',
+  InvalidMirrorUID: 'kubernetes.io/config.mirror is not a valid uid, or names another pod',
+  InvalidUID: 'metadata.uid is not a valid pod uid (only a hand-written manifest has one: render)',
+  InvalidDownwardAPI: "a CSI volume's downwardAPI items cannot be served",
+  TooLarge: 'rendered files exceed the size limit',
+  UnsafePath: 'a symlink or non-directory on the way to the volume',
+  NameTaken: 'something that is not our file sits at one of our names',
+  // The node's, not the pod author's:
+  WriteFailed: 'the filesystem refused (read-only, full, I/O error)',
+  VolumeNotFound: 'the kubelet has not created (or has removed) the directory',
+} as const;
+
+export type FailureReason = keyof typeof FAILURE_REASONS;
 
 export interface ErrorContext {
   pod?: string | undefined; // namespace/name

@@ -76,7 +76,7 @@ export function diskUID(pod: PodVolumesView): { uid?: string; error?: Projection
   const uid = mirror ?? pod.metadata?.uid ?? '';
   if (!isValidPodUID(uid)) {
     return {
-      error: new ProjectionError('InvalidMirrorUID',
+      error: new ProjectionError(mirror !== undefined ? 'InvalidMirrorUID' : 'InvalidUID',
         `${mirror !== undefined ? ANNOTATION_MIRROR : 'metadata.uid'} ${describe(uid)} is not a valid pod UID`),
     };
   }

@@ -6,7 +6,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { ProjectionError, type FailureReason } from '../../agent/common/errors.ts';
+import { FAILURE_REASONS, ProjectionError, type FailureReason } from '../../agent/common/errors.ts';
 import { TEMP_PREFIX } from '../../agent/volume/writer.ts';
 import { ALL_FILE_NAMES } from '../../projections/index.ts';
 
@@ -14,10 +14,7 @@ import { ALL_FILE_NAMES } from '../../projections/index.ts';
 export const WRITER_NAMES: readonly string[] = [...ALL_FILE_NAMES, ...ALL_FILE_NAMES.map((n) => TEMP_PREFIX + n)];
 
 /** The reasons README's Event table documents (what a pod author may see). */
-export const EVENT_REASONS: readonly FailureReason[] = [
-  'InvalidAnnotation', 'VolumeNotDeclared', 'UnsupportedVolumeType', 'InvalidMirrorUID',
-  'TooLarge', 'NameTaken', 'UnsafePath', 'WriteFailed',
-];
+export const EVENT_REASONS: readonly FailureReason[] = (Object.keys(FAILURE_REASONS) as FailureReason[]).filter((r) => r !== 'VolumeNotFound');
 
 /**
  * Everything under dir, as strings that change if anything is written, created, removed,

@@ -195,4 +195,12 @@ describe('ownerrefs-agent render --volume (downwardAPI items)', () => {
     expect(r.code).toBe(3);
     expect(r.err).toMatch(/^InvalidDownwardAPI: .*must not contain '\.\.'/);
   });
+
+  it('refuses a hand-written metadata.uid that is no pod UID as InvalidUID (not as a mirror annotation it does not have)', async () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'd', uid: '../x', annotations: { 'ownerrefs.dev/volume': 'podinfo' } },
+      spec: { volumes: [{ name: 'podinfo', emptyDir: {} }], containers: [{ name: 'c', image: 'x' }] } };
+    const r = await withStdin([], JSON.stringify(pod));
+    expect(r.code).toBe(3);
+    expect(r.err).toBe('InvalidUID: metadata.uid "../x" is not a valid pod UID\n');
+  });
 });

@@ -55,6 +55,13 @@ describe('diskUID', () => {
       expect(r.uid).toBeUndefined();
       expect(r.error?.reason).toBe('InvalidMirrorUID');
     });
+
+  it.each(['../x', '', 'a/b'])('rejects metadata.uid %j as InvalidUID, naming metadata.uid, not the mirror annotation', (v) => {
+    const r = diskUID(pod({ uid: v }));
+    expect(r.uid).toBeUndefined();
+    expect(r.error?.reason).toBe('InvalidUID');
+    expect(r.error?.message).toMatch(/^metadata\.uid /);
+  });
 });
 
 describe('resolveVolumes', () => {
