@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { startAgent } from './agent.ts';
 import { ConfigError } from './common/errors.ts';
 import { oneLine } from './common/validation.ts';
-import { F } from './monitoring/logfields.ts';
+import { F, serializeErr } from './monitoring/logfields.ts';
 import { parseRunConfig, runHelp } from './config.ts';
 
 const HELP = `Usage: ownerrefs-agent <command> [flags]
@@ -65,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
   if (cmd !== 'run') return unknownCommand(cmd);
 
   const cfg = parseRunConfig(rest, process.env);
-  const log = pino({ level: cfg.logLevel, base: { [F.node]: cfg.nodeName } });
+  const log = pino({ level: cfg.logLevel, base: { [F.node]: cfg.nodeName }, serializers: { err: serializeErr } });
   const agent = await startAgent(cfg, log);
   await new Promise<void>((resolve) => {
     const onSignal = (sig: string) => {
@@ -109,7 +109,7 @@ async function serveWebhook(argv: string[]): Promise<number> {
   const { parseWebhookConfig } = await import('./webhook/config.ts');
   const { startWebhook } = await import('./webhook/command.ts');
   const cfg = parseWebhookConfig(argv, process.env);
-  const log = pino({ level: cfg.logLevel, base: { component: 'webhook' } });
+  const log = pino({ level: cfg.logLevel, base: { component: 'webhook' }, serializers: { err: serializeErr } });
   const webhook = await startWebhook(cfg, log);
   await new Promise<void>((resolve) => {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());

@@ -100,7 +100,7 @@ export class KubeApiClient implements ApiClient {
         this.#observe(verb, path, res.statusCode ?? 0);
         resolve(res);
       });
-      req.on('timeout', () => req.destroy(new Error(`request timed out after ${REQUEST_TIMEOUT_MS} ms`)));
+      req.on('timeout', () => req.destroy(Object.assign(new Error(`request timed out after ${REQUEST_TIMEOUT_MS} ms`), { code: 'ETIMEDOUT' })));
       req.on('error', (err) => {
         this.#observe(verb, path, 'error');
         reject(err);

@@ -53,6 +53,23 @@ describe('ownerrefs-agent run logs', () => {
   });
 });
 
+describe('ownerrefs-agent run retrying', () => {
+  it('logs an unreachable API server as its message and errno, without a stack on every retry', async () => {
+    const { dir, kubeconfig } = unreachableCluster();
+    const child = spawn(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), 'run', '--node-name=n1', `--kubeconfig=${kubeconfig}`,
+      `--kubelet-root=${dir}`, '--health-addr=127.0.0.1:0', '--registration-dir='], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('"msg":"watch failed; retrying"')) resolve();
+    }));
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.on('exit', resolve));
+    const line = JSON.parse(out.split('\n').find((l) => l.includes('"msg":"watch failed; retrying"'))!) as { err: Record<string, unknown> };
+    expect(line.err).toEqual({ type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ECONNREFUSED' });
+  });
+});
+
 describe('ownerrefs-agent doctor', () => {
   it('runs the node\'s own checks when the credentials cannot be loaded, and reports that as a finding', () => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-main-'));
