@@ -22,7 +22,8 @@
  */
 
 import http2 from 'node:http2';
-import { RpcError, Status as S, toRpcError } from './status.ts';
+import { describe } from '../common/validation.ts';
+import { RpcError, Status as S, statusName, toRpcError } from './status.ts';
 
 /** One unary rpc: request bytes in, response bytes out (or a thrown error). */
 export type UnaryRoute = (request: Buffer) => Promise<Buffer>;
@@ -83,25 +84,45 @@ export function percentEncode(message: string): string {
   return out;
 }
 
+/** How `answer` reads and bounds a request, and whom it tells of a refusal. */
+export interface AnswerOptions {
+  maxMessageBytes: number;
+  /** The whole body must arrive within this; default: no bound. */
+  bodyTimeoutMs?: number;
+  /**
+   * A call refused by the protocol, before any handler (not gRPC, an unknown method, a bad
+   * frame, too large, too slow): its status name (or HTTP_4xx) and a bounded message.
+   */
+  onRefused?: (code: string, message: string) => void;
+}
+
 /**
  * Answers one HTTP/2 stream as a unary gRPC call to `routes` (by :path). Never throws:
  * every outcome is a response on the stream, or nothing if the client has gone.
  */
-export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>, maxMessageBytes: number,
-  bodyTimeoutMs = Infinity): void {
+export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>,
+  { maxMessageBytes, bodyTimeoutMs = Infinity, onRefused = () => {} }: AnswerOptions): void {
   stream.on('error', () => {}); // the client reset the stream: there is no one to answer
-  if (headers[':method'] !== 'POST') return plain(stream, 405);
+  const refuse = (err: RpcError, extra: http2.OutgoingHttpHeaders = {}) => {
+    onRefused(statusName(err.code), err.message);
+    fail(stream, err, extra);
+  };
+  const refuseHttp = (status: number, message: string) => {
+    onRefused(`HTTP_${status}`, message);
+    plain(stream, status);
+  };
+  if (headers[':method'] !== 'POST') return refuseHttp(405, `method ${describe(String(headers[':method']))} is not POST`);
   const contentType = /^application\/grpc(?:\+([^;]*))?(?:;|$)/.exec(String(headers['content-type'] ?? ''));
-  if (!contentType) return plain(stream, 415);
+  if (!contentType) return refuseHttp(415, `content-type ${describe(String(headers['content-type'] ?? ''))} is not gRPC`);
   if (contentType[1] !== undefined && contentType[1] !== 'proto') {
-    return fail(stream, new RpcError(S.UNIMPLEMENTED, `content-subtype ${contentType[1]} is not supported (proto only)`));
+    return refuse(new RpcError(S.UNIMPLEMENTED, `content-subtype ${describe(contentType[1])} is not supported (proto only)`));
   }
   const encoding = headers['grpc-encoding'];
   if (encoding !== undefined && encoding !== 'identity') {
-    return fail(stream, new RpcError(S.UNIMPLEMENTED, `grpc-encoding ${String(encoding)} is not supported`), { 'grpc-accept-encoding': 'identity' });
+    return refuse(new RpcError(S.UNIMPLEMENTED, `grpc-encoding ${describe(String(encoding))} is not supported`), { 'grpc-accept-encoding': 'identity' });
   }
   const route = routes.get(String(headers[':path']));
-  if (!route) return fail(stream, new RpcError(S.UNIMPLEMENTED, `unknown method ${String(headers[':path'])}`));
+  if (!route) return refuse(new RpcError(S.UNIMPLEMENTED, `unknown method ${describe(String(headers[':path']))}`));
 
   const chunks: Buffer[] = [];
   let size = 0;
@@ -111,7 +132,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
   const deadline = Number.isFinite(bodyTimeoutMs) ? setTimeout(() => {
     refused = true;
     chunks.length = 0;
-    fail(stream, new RpcError(S.DEADLINE_EXCEEDED, `the request did not arrive whole within ${bodyTimeoutMs} ms`));
+    refuse(new RpcError(S.DEADLINE_EXCEEDED, `the request did not arrive whole within ${bodyTimeoutMs} ms`));
     stream.close(http2.constants.NGHTTP2_CANCEL);
   }, bodyTimeoutMs) : undefined;
   deadline?.unref();
@@ -123,7 +144,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
     if (size > PREFIX_BYTES + maxMessageBytes) {
       refused = true;
       chunks.length = 0;
-      fail(stream, new RpcError(S.RESOURCE_EXHAUSTED, `request message is larger than the maximum (${maxMessageBytes} bytes)`));
+      refuse(new RpcError(S.RESOURCE_EXHAUSTED, `request message is larger than the maximum (${maxMessageBytes} bytes)`));
       // The reply is complete: stop the client's sending side too (RST_STREAM NO_ERROR), so a
       // client that never ends its body does not keep one of the connection's stream slots.
       stream.close(http2.constants.NGHTTP2_NO_ERROR);
@@ -135,7 +156,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
     clearTimeout(deadline);
     if (refused) return;
     const message = unframe(Buffer.concat(chunks, size), maxMessageBytes);
-    if (message instanceof RpcError) return fail(stream, message);
+    if (message instanceof RpcError) return refuse(message);
     // Through a promise, so that a route throwing instead of rejecting is answered too.
     Promise.resolve(message).then(route).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, toRpcError(err)));
   });

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ApiError, type ApiClient } from '../kube/client.ts';
 import { F } from '../monitoring/logfields.ts';
+import { KeyedRateLimiter } from '../common/ratelimit.ts';
 import { DRIVER_NAME, NodeDriver, type FetchedPod, type PodTargets } from './driver.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import { findPublished } from './restore.ts';
@@ -58,6 +59,13 @@ export async function startCsi(o: CsiOptions): Promise<RunningCsi> {
   });
   const observe = (method: string, code: string) => requests.inc({ method, code });
   const onError = (err: unknown) => o.log.error({ [F.err]: err }, 'csi socket error');
+  // Only root can call, so a refusal is a kubelet speaking a newer CSI (an rpc we lack) or a
+  // confused tool: worth a line, but never a line per call.
+  const refusals = new KeyedRateLimiter({ burst: 5, refillMs: 60_000 });
+  const onRefused = (code: string, message: string) => {
+    const suppressed = refusals.take(code);
+    if (suppressed !== null) o.log.warn({ code, [F.err]: message, [F.suppressed]: suppressed || undefined }, 'refused a call on the CSI socket');
+  };
 
   const published = await findPublished(o.kubeletRoot, DRIVER_NAME, o.log);
   for (const p of published) o.pods.adopt(p.diskUid, p.volume, p.target);
@@ -96,10 +104,10 @@ export async function startCsi(o: CsiOptions): Promise<RunningCsi> {
   const defs = loadServices();
   const servers: UnixServer[] = [];
   try {
-    servers.push(await serveUnix(o.socket, [[defs.identity, identity], [defs.node, node]], { observe, onError }));
+    servers.push(await serveUnix(o.socket, [[defs.identity, identity], [defs.node, node]], { observe, onError, onRefused }));
     if (o.registrationDir) {
       // Registered last: the kubelet may call the CSI socket as soon as it sees this one.
-      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, registration]], { observe, onError }));
+      servers.push(await serveUnix(registrationSocket(o.registrationDir), [[defs.registration, registration]], { observe, onError, onRefused }));
     }
   } catch (err) {
     for (const s of servers) await s.stop();

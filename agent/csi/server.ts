@@ -33,6 +33,8 @@ export interface ServeOptions {
   observe?: CallObserver;
   /** A listening socket's error after start (accepting failed); default: ignored. */
   onError?: (err: unknown) => void;
+  /** A call refused by the protocol, before any handler (grpc.ts AnswerOptions); it is also observed as method "refused". */
+  onRefused?: (code: string, message: string) => void;
   /** Default STOP_GRACE_MS. */
   stopGraceMs?: number;
   /** Defaults BODY_TIMEOUT_MS and IDLE_TIMEOUT_MS; tests shorten them. */
@@ -59,7 +61,7 @@ export interface UnixServer {
 export async function serveUnix(
   socket: string,
   services: [ServiceDefinition, Handlers][],
-  { observe = () => {}, onError = () => {}, stopGraceMs = STOP_GRACE_MS, bodyTimeoutMs = BODY_TIMEOUT_MS, idleTimeoutMs = IDLE_TIMEOUT_MS }: ServeOptions = {},
+  { observe = () => {}, onError = () => {}, onRefused = () => {}, stopGraceMs = STOP_GRACE_MS, bodyTimeoutMs = BODY_TIMEOUT_MS, idleTimeoutMs = IDLE_TIMEOUT_MS }: ServeOptions = {},
 ): Promise<UnixServer> {
   const routes = new Map<string, UnaryRoute>();
   for (const [def, handlers] of services) {
@@ -91,7 +93,11 @@ export async function serveUnix(
   });
   // A client that does not speak HTTP/2 loses its own connection; nothing else is affected.
   server.on('sessionError', () => {});
-  server.on('stream', (stream, headers) => answer(stream, headers, routes, MAX_MESSAGE_BYTES, bodyTimeoutMs));
+  const refused = (code: string, message: string) => {
+    observe('refused', code); // not by path: a client could make one series per name
+    onRefused(code, message);
+  };
+  server.on('stream', (stream, headers) => answer(stream, headers, routes, { maxMessageBytes: MAX_MESSAGE_BYTES, bodyTimeoutMs, onRefused: refused }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, () => {

@@ -3,6 +3,8 @@
 // them (support/csi.ts); pod watch events are fed to the reconciler by hand.
 
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCsi, type RunningCsi } from '../../../agent/csi/index.ts';
@@ -298,6 +300,32 @@ describe('CSI Identity and Node services', () => {
     expect((await second.c.call('node', 'NodePublishVolume', req)).code).toBe(0);
     expect((await second.c.call('node', 'NodePublishVolume', { ...req, volumeId: 'csi-other' })).code).toBe(6);
     expect(lstatSync(req.targetPath).isDirectory()).toBe(true);
+  });
+});
+
+describe('CSI socket refusals', () => {
+  /** One raw call to a method the driver lacks (a newer kubelet's rpc): its grpc-status. */
+  async function callUnknown(socket: string): Promise<unknown> {
+    const session = http2.connect('http://localhost', { createConnection: () => net.connect(socket) });
+    try {
+      return await new Promise((resolve, reject) => {
+        const req = session.request({ ':method': 'POST', ':path': '/csi.v1.Node/NodeExpandVolume', 'content-type': 'application/grpc', te: 'trailers' });
+        req.on('response', (h) => resolve(h['grpc-status']));
+        req.on('error', reject);
+        req.end(Buffer.from([0, 0, 0, 0, 0]));
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  it('counts every refused call, and logs them at most five at a burst (a caller in a loop cannot flood the log)', async () => {
+    const { socket, lines, metrics } = await setup();
+    for (let i = 0; i < 8; i++) expect(await callUnknown(socket)).toBe('12');
+    const logged = lines.filter((l) => l.msg === 'refused a call on the CSI socket');
+    expect(logged).toHaveLength(5);
+    expect(logged[0]).toMatchObject({ level: 40, code: 'UNIMPLEMENTED', err: 'unknown method "/csi.v1.Node/NodeExpandVolume"' });
+    expect(await metrics.registry.metrics()).toContain('ownerrefs_csi_requests_total{method="refused",code="UNIMPLEMENTED"} 8');
   });
 });
 

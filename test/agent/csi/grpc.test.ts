@@ -62,11 +62,13 @@ const routes = new Map<string, UnaryRoute>([
   }],
 ]);
 let server: http2.Http2Server;
+/** What answer reported as refused by the protocol, in order. */
+const refusals: string[] = [];
 let socket: string;
 beforeAll(async () => {
   socket = path.join(mkdtempSync(path.join(os.tmpdir(), 'grpc-wire-')), 's.sock');
   server = http2.createServer();
-  server.on('stream', (stream, headers) => answer(stream, headers, routes, MAX));
+  server.on('stream', (stream, headers) => answer(stream, headers, routes, { maxMessageBytes: MAX, onRefused: (code, message) => refusals.push(`${code} ${message}`) }));
   await new Promise<void>((r) => server.listen(socket, r));
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
@@ -116,8 +118,8 @@ describe('answer', () => {
 
   // Trailers-only: one HEADERS frame carries the status.
   it.each<[string, http2.OutgoingHttpHeaders, Buffer[], string, RegExp]>([
-    ['an unknown method', { ':path': '/t.S/Nope' }, [msg('x')], '12', /unknown method \/t\.S\/Nope/],
-    ['a compression the server never offered', { ':path': '/t.S/Echo', 'grpc-encoding': 'gzip' }, [msg('x')], '12', /grpc-encoding gzip/],
+    ['an unknown method', { ':path': '/t.S/Nope' }, [msg('x')], '12', /unknown method "\/t\.S\/Nope"/],
+    ['a compression the server never offered', { ':path': '/t.S/Echo', 'grpc-encoding': 'gzip' }, [msg('x')], '12', /grpc-encoding "gzip"/],
     ['no message', { ':path': '/t.S/Echo' }, [], '13', /no message/],
     ['two messages on a unary call', { ':path': '/t.S/Echo' }, [msg('a'), msg('b')], '13', /more than one/],
     ['a compressed message', { ':path': '/t.S/Echo' }, [Buffer.from([1, 0, 0, 0, 1, 0])], '13', /compressed/],
@@ -126,7 +128,7 @@ describe('answer', () => {
     ['a handler\'s RpcError: its code, its message percent-encoded', { ':path': '/t.S/Fail' }, [msg('x')], '5', /^gone: %C3%BCn%C3%AF 100%25$/],
     ['any other thrown error', { ':path': '/t.S/Fail' }, [msg('plain')], '13', /^plain failure$/],
     ['a route that throws instead of rejecting', { ':path': '/t.S/Sync' }, [msg('x')], '13', /^thrown before any promise$/],
-    ['a content-subtype other than proto', { ':path': '/t.S/Echo', 'content-type': 'application/grpc+json' }, [msg('x')], '12', /content-subtype json/],
+    ['a content-subtype other than proto', { ':path': '/t.S/Echo', 'content-type': 'application/grpc+json' }, [msg('x')], '12', /content-subtype "json"/],
   ])('refuses with a status: %s', async (_name, headers, body, status, message) => {
     const r = await request(headers, body);
     expect(r.headers[':status']).toBe(200);
@@ -143,6 +145,18 @@ describe('answer', () => {
     const text = decodeURIComponent(String(r.headers['grpc-message']));
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(4096);
     expect(text).toMatch(/^(é)+…$/);
+  });
+
+  it.each<[string, http2.OutgoingHttpHeaders, Buffer[], string | undefined]>([
+    ['an unknown method, its path quoted and escaped', { ':path': '/t.S/"No' + 'p'.repeat(100) }, [msg('x')], `UNIMPLEMENTED unknown method "/t.S/\\"No${'p'.repeat(72)}…(108 chars)"`],
+    ['a GET', { ':method': 'GET', ':path': '/t.S/Echo' }, [], 'HTTP_405 method "GET" is not POST'],
+    ['a body that is not one message', { ':path': '/t.S/Echo' }, [], 'INTERNAL request has no message'],
+    ['a body over the bound', { ':path': '/t.S/Echo' }, [Buffer.from([0, 0, 0, 1, 0])], `RESOURCE_EXHAUSTED request message is larger than the maximum (256 > ${MAX} bytes)`],
+    ['not a handler\'s error: that is an answer, not a refusal', { ':path': '/t.S/Fail' }, [msg('x')], undefined],
+  ])('reports a call the protocol refuses: %s', async (_name, headers, body, reported) => {
+    refusals.length = 0;
+    await request(headers, body);
+    expect(refusals).toEqual(reported === undefined ? [] : [reported]);
   });
 
   it('says which encoding it accepts when refusing one', async () => {

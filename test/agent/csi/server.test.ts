@@ -25,15 +25,17 @@ function sock(): string {
 
 async function serve(node: Handlers, opts: { socket?: string; stopGraceMs?: number; bodyTimeoutMs?: number; idleTimeoutMs?: number } = {}) {
   const calls: string[] = [];
+  const refused: string[] = [];
   const socket = opts.socket ?? sock();
   const server = await serveUnix(socket, [[defs.identity, { Probe: () => ({ ready: { value: true } }) }], [defs.node, node]], {
     observe: (method, code) => calls.push(`${method} ${code}`),
+    onRefused: (code, message) => refused.push(`${code} ${message}`),
     ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: opts.bodyTimeoutMs } : {}),
     ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}),
   });
   servers.push(server);
-  return { socket, server, calls, c: csiClient(socket) };
+  return { socket, server, calls, refused, c: csiClient(socket) };
 }
 
 describe('serveUnix', () => {
@@ -60,11 +62,12 @@ describe('serveUnix', () => {
     expect(calls).toEqual([`NodeGetInfo ${counted}`]);
   });
 
-  it('answers UNIMPLEMENTED for an rpc it has no handler for, and serves the next call', async () => {
-    const { c, calls } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }) });
+  it('answers UNIMPLEMENTED for an rpc it has no handler for, counts and reports it as refused, and serves the next call', async () => {
+    const { c, calls, refused } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }) });
     expect((await c.call('node', 'NodeGetCapabilities')).code).toBe(12);
     expect(await c.call('node', 'NodeGetInfo')).toMatchObject({ code: 0, res: { nodeId: 'n' } });
-    expect(calls).toEqual(['NodeGetInfo OK']);
+    expect(calls).toEqual(['refused UNIMPLEMENTED', 'NodeGetInfo OK']);
+    expect(refused).toEqual(['UNIMPLEMENTED unknown method "/csi.v1.Node/NodeGetCapabilities"']);
   });
 
   it('refuses a request larger than MAX_MESSAGE_BYTES with RESOURCE_EXHAUSTED, before the handler sees it', async () => {
