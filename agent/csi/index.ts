@@ -53,7 +53,7 @@ export function registrationSocket(dir: string): string {
 export async function startCsi(o: CsiOptions): Promise<RunningCsi> {
   const requests = new Counter({
     name: 'ownerrefs_csi_requests_total',
-    help: 'CSI and plugin-registration calls served, by method and gRPC status code.',
+    help: 'CSI and plugin-registration calls served, by method ("refused": refused by the protocol before any handler) and gRPC status code.',
     labelNames: ['method', 'code'] as const,
     registers: [o.registry],
   });
