@@ -35,7 +35,7 @@
  * the next sync removes it without listing a directory the pod can fill.
  *
  * The walk of step 1 (and 1a, 10, 12) and the errno-to-ProjectionError mapping live in
- * dirfd.ts; every call goes through fsops.ts: on a memory-backed volume (tmpfs) the synchronous
+ * dirfd.ts; reading back one file (steps 3, 3a) and replacing it (steps 4-7a) in atomicfile.ts; every call goes through fsops.ts: on a memory-backed volume (tmpfs) the synchronous
  * calls, which cannot block on a device and cost a fifth of the CPU; on a disk-backed one
  * fs/promises, so a hung disk stalls a pool thread, never the agent.
  *
@@ -100,11 +100,12 @@
  *      entries the agent did not write, reported as NameTaken and left in place.
  */
 
-import { constants as C, readFileSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import type { ProjectedFile } from '../../projections/index.ts';
 import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
 import { errnoOf, ProjectionError } from '../common/errors.ts';
 import { absentAsNull, bySubdirectory, checkRelative, dirError, ioError, isSafeComponent, joinUnder, lstatOrNull, openDirectory, subdirectoriesDeepestFirst, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
+import { readOwn, readUmask, replaceFile, stamp } from './atomicfile.ts';
 import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
 import { keptGroups } from './keeprules.ts';
 
@@ -148,23 +149,6 @@ export interface VolumeWriter {
   stampOf(target: VolumeTarget, name: string): Promise<string | undefined>;
 }
 
-/**
- * Identifies one version of a file: a rename, an in-place write or a change of its metadata
- * changes it. The ctime is in it because no process can set it back (a pod can restore an
- * mtime exactly, with `touch -r`).
- */
-function stamp(st: Stats): string {
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.mode}:${st.uid}:${st.ctimeMs}`;
-}
-
-/** Step 7a: the name holds the inode step 5 wrote, unchanged since (the rename itself sets the ctime). */
-function sameWrite(now: Stats, wrote: Stats): boolean {
-  return now.dev === wrote.dev && now.ino === wrote.ino && now.size === wrote.size && now.mtimeMs === wrote.mtimeMs &&
-    now.mode === wrote.mode && now.uid === wrote.uid;
-}
-
-const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK;
-const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
 /** Fixed per file; reserved, so no downwardAPI item can be named like one (projections/downwardapi.ts). */
 export const TEMP_PREFIX = RESERVED_NAME_PREFIX;
 /** Step 3a reads no more than this: far above any chain the agent writes (at most 8 owners). */
@@ -258,7 +242,7 @@ export class FsVolumeWriter implements VolumeWriter {
     if (verify) for (const f of files) await each(f.path, () => unlinkIfPresent(ops, at(TEMP_PREFIX + base(f)), f.path)); // step 2
     // Step 3a. A file that cannot be read is written as usual (and its error reported there).
     const fits = (f: ProjectedFile) => (st: Stats) => st.isFile() && st.uid === this.#uid && (st.mode & 0o7777) === f.mode && st.size <= KEEP_MAX_BYTES;
-    const kept = await keptGroups(files, (f) => this.#readOwn(ops, at(base(f)), f.path, fits(f)).catch(() => undefined));
+    const kept = await keptGroups(files, (f) => readOwn(ops, at(base(f)), f.path, fits(f)).catch(() => undefined));
     for (const f of files) {
       await each(f.path, async () => {
         const old = kept.get(f.path);
@@ -347,34 +331,8 @@ export class FsVolumeWriter implements VolumeWriter {
 
   /** Step 3: the file's stamp if it is ours and holds exactly these bytes, else undefined. */
   async #isCurrent(ops: FsOps, path: string, f: ProjectedFile): Promise<string | undefined> {
-    const old = await this.#readOwn(ops, path, f.path, (st) => this.#ours(st, f));
+    const old = await readOwn(ops, path, f.path, (st) => this.#ours(st, f));
     return old?.bytes.equals(f.bytes) ? old.stamp : undefined;
-  }
-
-  /**
-   * Steps 3 and 3a: the bytes and stamp of the regular agent-owned file at `path` if its
-   * lstat passes `fits` (checked again on the opened descriptor, which must be the same inode).
-   */
-  async #readOwn(ops: FsOps, path: string, name: string, fits: (st: Stats) => boolean): Promise<{ bytes: Buffer; stamp: string } | undefined> {
-    const st = await lstatOrNull(ops, path, name);
-    if (!st || !fits(st)) return undefined;
-    let fh: FileOps;
-    try {
-      fh = await ops.open(path, READ_FLAGS);
-    } catch (err) {
-      // Swapped for a link or removed since lstat: just replace it.
-      if (['ELOOP', 'ENOENT', 'ENXIO'].includes(errnoOf(err) ?? '')) return undefined;
-      throw ioError(err, name, 'reading');
-    }
-    try {
-      const now = await fh.stat();
-      if (now.ino !== st.ino || now.dev !== st.dev || !fits(now)) return undefined;
-      const buf = Buffer.alloc(now.size + 1);
-      const bytesRead = await fh.read(buf);
-      return bytesRead === now.size ? { bytes: buf.subarray(0, bytesRead), stamp: stamp(now) } : undefined;
-    } finally {
-      await fh.close();
-    }
   }
 
   /** mkdir is subject to the umask: make a target we own readable by every uid in the pod. */
@@ -386,66 +344,4 @@ export class FsVolumeWriter implements VolumeWriter {
   #ours(st: Stats, f: ProjectedFile): boolean {
     return st.isFile() && st.uid === this.#uid && (st.mode & 0o7777) === f.mode && st.size === f.bytes.length;
   }
-}
-
-
-/**
- * The umask, from /proc/self/status (reading it with process.umask() means setting it, a
- * race with the thread pool's file creation). Null when it cannot be read.
- */
-function readUmask(): number | null {
-  try {
-    const m = /^Umask:\s*([0-7]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
-    return m ? parseInt(m[1]!, 8) : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Steps 4-7; returns the stamp of the file renamed into place. `exact`: the umask leaves
- * f.mode intact, so step 4 creates the file with it and step 5 needs no fchmod (one call
- * less per file, in the agent's interpreter-only V8).
- */
-async function replaceFile(ops: FsOps, tmp: string, final: string, f: ProjectedFile, clearLeftover: boolean, exact: boolean): Promise<string> {
-  let fh: FileOps;
-  try {
-    fh = await ops.open(tmp, CREATE_FLAGS, exact ? f.mode : 0o600); // step 4
-  } catch (err) {
-    if (errnoOf(err) === 'EEXIST' && clearLeftover) {
-      await unlinkIfPresent(ops, tmp, f.path); // step 2 was skipped: a crash's leftover, or planted
-      return replaceFile(ops, tmp, final, f, false, exact);
-    }
-    if (errnoOf(err) === 'EEXIST') {
-      // Step 2 removed it, so something raced us to the name: refuse rather than loop.
-      throw new ProjectionError('NameTaken', `temporary name for ${f.path} was re-created concurrently`, { file: f.path }, err);
-    }
-    throw ioError(err, f.path, 'creating a temporary for');
-  }
-  let wrote: Stats;
-  try {
-    try {
-      await fh.writeAll(f.bytes); // step 5
-      if (!exact) await fh.chmod(f.mode);
-      wrote = await fh.stat(); // rename keeps inode, size, mtime and mode
-    } finally {
-      await fh.close(); // step 6
-    }
-    await ops.rename(tmp, final); // step 7
-  } catch (err) {
-    await unlinkIfPresent(ops, tmp, f.path).catch(() => undefined);
-    const code = errnoOf(err);
-    if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
-      throw new ProjectionError('NameTaken', `${f.path} exists and is a directory; delete it so the agent can write the file`, { file: f.path }, err);
-    }
-    throw ioError(err, f.path, 'writing');
-  }
-  const now = await lstatOrNull(ops, final, f.path); // step 7a
-  // Gone: the kubelet tore the volume down meanwhile (not the pod's doing).
-  if (!now) throw new ProjectionError('VolumeNotFound', `${f.path} vanished right after it was written: the volume is being torn down`, { file: f.path });
-  if (!sameWrite(now, wrote)) {
-    throw new ProjectionError('NameTaken', `${f.path}: the temporary file was replaced by something else while it was written ` +
-      '(a process in the pod wrote into the volume); the file will be written again', { file: f.path });
-  }
-  return stamp(now);
 }

@@ -30,7 +30,7 @@ const optBool = fc.option(fc.boolean(), { nil: undefined });
 const ownerArb: fc.Arbitrary<OwnerReference> = fc.record({
   apiVersion: hostile, kind: hostile, name: hostile, uid: hostile, controller: optBool, blockOwnerDeletion: optBool,
 });
-const RESOLUTION_REASONS: FailureReason[] = ['InvalidAnnotation', 'VolumeNotDeclared', 'UnsupportedVolumeType', 'InvalidMirrorUID'];
+const RESOLUTION_REASONS: FailureReason[] = ['InvalidAnnotation', 'VolumeNotDeclared', 'UnsupportedVolumeType', 'InvalidMirrorUID', 'InvalidUID'];
 const file = (owners: OwnerReference[], name: string) => project(pod({ owners })).find((f) => f.path === name)!.bytes.toString('utf8');
 
 describe('renderers against Go encoding/json', () => {
