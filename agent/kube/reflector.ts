@@ -12,7 +12,8 @@
 //       -> list as below, from then on
 //     any other end before that bookmark -> nothing replaced, the held objects dropped;
 //       the next attempt lists (as client-go falls back), the one after streams again
-//   first state, listed: list (resourceVersion=0, from the watch cache) -> replace(items)
+//   first state, listed: list (resourceVersion=0, from the watch cache) -> replace(items);
+//     a list without a resourceVersion is a failure (nothing to watch from)
 //   loop: watch from the last resourceVersion seen (bookmarks included),
 //         allowWatchBookmarks, server-side timeoutSeconds randomised in 5-10 min
 //     end at its timeout    -> watch again at once from the same resourceVersion
@@ -20,6 +21,9 @@
 //                              again from the same resourceVersion, paced (below)
 //     410 Gone / Expired    -> the first state again, from a consistent read
 //     error / refused / stall -> exponential backoff with jitter, then watch again
+//     an event line past 16 Mi characters -> a failure (never held whole)
+//   down (downForMs, /readyz) from a failure, a 410 or a watch that ended at once, until a
+//   watch is connected again (after watches ended at once: one that delivers or lasts)
 //   every request that follows a failure or an early end (the retried watch, the relist
 //   after 410 and the watch after it) first takes a slot from the agent's RecoveryPacer, which the
 //   agent's reflectors share: a fleet's reconnect after an API server restart spreads
@@ -98,6 +102,12 @@ interface WatchEvent {
 /** The annotation on the bookmark that ends a streamed first state (metav1.InitialEventsAnnotationKey). */
 export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
+/**
+ * One watch event, at most (characters of its JSON line). An object is at most etcd's
+ * 1.5 MiB request limit, so this is far above any real event; past it the watch fails.
+ */
+const MAX_EVENT_CHARS = 16 * 1024 * 1024;
+
 /** A watch that ends before this share of its timeout was ended by the server, not timed out. */
 const EARLY_END = 0.9;
 
@@ -131,6 +141,11 @@ export class Reflector<T extends KubeObject> {
   #first: FirstState;
   /** Set while the current watch streams the first state; undefined once it is replaced. */
   #arriving: Arriving<T> | undefined;
+  /**
+   * The last watch ended at once (a proxy cutting streams answers 200 and closes): the next
+   * connection alone does not count as up again, only one that delivers or lasts.
+   */
+  #flapping = false;
 
   constructor(opts: ReflectorOptions<T>) {
     this.#o = {
@@ -183,10 +198,14 @@ export class Reflector<T extends KubeObject> {
         this.#ended();
         reason = early ? 'closed' : 'timeout';
         recovering = early;
-        // A watch that ends at once, repeatedly, must not become a request storm.
+        // A watch that ends at once, repeatedly, must not become a request storm, and is down.
         if (this.#o.clock.now() - started < 1_000) {
           recovering = true;
+          this.#flapping = true;
+          this.#downSince ??= started;
           await this.#pause(new Error('watch ended immediately'), signal);
+        } else {
+          this.#up();
         }
       } catch (err) {
         this.#ended();
@@ -195,7 +214,8 @@ export class Reflector<T extends KubeObject> {
         if (this.#arriving) {
           const answered = this.#arriving.answered;
           this.#arriving = undefined; // a partial first state is never replaced
-          if (err instanceof ApiError && (err.status === 422 || err.status === 400)) {
+          // Refused by its HTTP status only: an ERROR event in an answered stream is not a refusal.
+          if (!answered && err instanceof ApiError && (err.status === 422 || err.status === 400)) {
             this.#first = 'list';
             this.#o.observer.streamRefused?.(err);
             counted = true;
@@ -209,6 +229,7 @@ export class Reflector<T extends KubeObject> {
         if (err instanceof Gone) {
           this.#rv = undefined; // relist from a consistent read, then resume
           reason = 'expired';
+          this.#downSince ??= started; // down until the first state is read again
           continue;
         }
         reason = err instanceof Stalled ? 'stall' : 'error';
@@ -216,6 +237,12 @@ export class Reflector<T extends KubeObject> {
         await this.#pause(err, signal);
       }
     }
+  }
+
+  /** The watch delivers (or lasted): no longer down. */
+  #up(): void {
+    this.#flapping = false;
+    this.#downSince = undefined;
   }
 
   /** A watch ended: if it had been connected for resetAfterMs it was healthy, so the backoff starts over. */
@@ -233,9 +260,13 @@ export class Reflector<T extends KubeObject> {
   async #list(reason: RestartReason, signal: AbortSignal): Promise<void> {
     // First list from the watch cache (cheap for the API server); after 410 a consistent read.
     const path = reason === 'initial' ? `${this.#o.path}${sep(this.#o.path)}resourceVersion=0` : this.#o.path;
-    const list = await this.#o.client.json<{ items: T[]; metadata: { resourceVersion: string } }>('GET', path);
+    const list = await this.#o.client.json<{ items?: T[]; metadata?: { resourceVersion?: string } } | null>('GET', path);
     if (signal.aborted) return;
-    this.#replaced(list.items ?? [], list.metadata.resourceVersion, reason, 'list');
+    const rv = list?.metadata?.resourceVersion;
+    // Without one there is nothing to watch from, and a watch without one would ask for the
+    // first state again: a failure, backed off like any other.
+    if (typeof rv !== 'string' || rv === '') throw new Error(`the ${this.#o.resource} list has no metadata.resourceVersion`);
+    this.#replaced(list!.items ?? [], rv, reason, 'list');
     if (this.#first === 'list-once') this.#first = 'stream';
   }
 
@@ -276,9 +307,10 @@ export class Reflector<T extends KubeObject> {
     try {
       const res = await this.#o.client.stream(path, ac.signal);
       this.#connectedAt = this.#o.clock.now();
-      // Up again once it watches: for a streamed first state, at its closing bookmark.
+      // Up again once it watches: for a streamed first state, at its closing bookmark; after
+      // watches that ended at once, at its first event or once it has lasted.
       if (this.#arriving) this.#arriving.answered = true;
-      else this.#downSince = undefined;
+      else if (!this.#flapping) this.#downSince = undefined;
       await this.#consume(res, armStall);
       if (this.#arriving) throw new Unfinished(`the ${this.#o.resource} watch ended before its first state was complete`);
     } catch (err) {
@@ -298,13 +330,19 @@ export class Reflector<T extends KubeObject> {
     const utf8 = new StringDecoder('utf8');
     for await (const chunk of res) {
       onBytes();
+      // Only the new text can hold the next newline: scanning the whole buffer again on
+      // every chunk made a long line cost quadratic time.
+      let from = buf.length;
       buf += utf8.write(chunk as Buffer);
+      let start = 0;
       let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
+      while ((nl = buf.indexOf('\n', from)) >= 0) {
+        const line = buf.slice(start, nl);
+        start = from = nl + 1;
         if (line.trim() !== '') this.#dispatch(JSON.parse(line) as WatchEvent);
       }
+      if (start > 0) buf = buf.slice(start);
+      if (buf.length > MAX_EVENT_CHARS) throw new Error(`a ${this.#o.resource} watch event is longer than ${MAX_EVENT_CHARS} characters`);
     }
   }
 
@@ -315,6 +353,7 @@ export class Reflector<T extends KubeObject> {
       throw new ApiError(code ?? 0, ev.object.reason ?? '', `watch error: ${ev.object.message ?? 'unknown'}`);
     }
     if (this.#arriving) return this.#arrive(this.#arriving, ev);
+    if (this.#flapping) this.#up();
     const rv = ev.object.metadata?.resourceVersion;
     if (ev.type === 'ADDED' || ev.type === 'MODIFIED') this.#o.handler.upsert(ev.object as T);
     else if (ev.type === 'DELETED') this.#o.handler.remove?.(ev.object as T);
@@ -328,7 +367,7 @@ export class Reflector<T extends KubeObject> {
       // Only the closing bookmark moves the resume point: resuming before it would skip the replace.
       if (m?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !m.resourceVersion) return;
       this.#arriving = undefined;
-      this.#downSince = undefined;
+      this.#up();
       this.#replaced([...a.held.values()], m.resourceVersion, a.reason, 'stream');
       return;
     }

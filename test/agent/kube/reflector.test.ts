@@ -268,6 +268,67 @@ describe('Reflector', () => {
   });
 });
 
+describe('Reflector against a misbehaving server', () => {
+  it('backs off after a list without a resourceVersion, instead of listing again at once (there is nothing to watch from)', async () => {
+    const api = new FakeApi();
+    const noRv = () => ({ items: [], metadata: {} }) as never;
+    api.lists.push(noRv, noRv, noRv, list('100', 'a'));
+    const { seen } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    expect(seen.backoffs).toEqual([10, 20, 40]);
+    expect(seen.replaced).toEqual([['a']]); // nothing replaced from the lists without one
+    expect(param(api.watchPaths[0]!, 'resourceVersion')).toBe('100');
+  });
+
+  it('counts watches that are answered and closed at once as down (a proxy cutting streams), until one delivers', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    const { r } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    expect(r.downForMs()).toBe(0);
+    for (let i = 1; i <= 4; i++) {
+      api.streams.at(-1)!.end();
+      await waitFor(() => api.streams.length === i + 1);
+    }
+    const down = r.downForMs();
+    expect(down).toBeGreaterThan(0);
+    api.send('BOOKMARK', { metadata: { resourceVersion: '150' } });
+    await waitFor(() => r.downForMs() === 0);
+  });
+
+  it('counts the watch as down from a 410 until the relist answers (a relist that hangs is not healthy)', async () => {
+    const api = new FakeApi();
+    let answer: (() => void) | undefined;
+    api.lists.push(list('100'), () => ({ items: [], metadata: { resourceVersion: '900' } }));
+    const slow = api.json.bind(api);
+    let calls = 0;
+    api.json = async <T>(m: string, path: string): Promise<T> => {
+      if (++calls === 2) await new Promise<void>((res) => { answer = res; });
+      return slow<T>(m, path);
+    };
+    const { r } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    await waitFor(() => answer !== undefined);
+    await waitFor(() => r.downForMs() > 20);
+    answer!();
+    await waitFor(() => api.streams.length === 2);
+    expect(r.downForMs()).toBe(0);
+  });
+
+  it('fails a watch whose event has no end within 16 Mi characters, rather than holding it', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    const { seen } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    const mib = 'x'.repeat(1024 * 1024);
+    for (let i = 0; i < 17; i++) api.streams[0]!.write(mib);
+    await waitFor(() => api.streams.length === 2);
+    expect(api.streams[0]!.destroyed).toBe(true);
+    expect(seen.starts.at(-1)).toBe('error');
+  });
+});
+
 describe('Reflector, first state streamed (watch list)', () => {
   const END = { 'k8s.io/initial-events-end': 'true' };
   const stream = (opts: StartOptions = {}) => {
@@ -390,6 +451,19 @@ describe('Reflector, first state streamed (watch list)', () => {
     expect(seen.hows).toEqual(['list', 'list']);
     // One start for the refused stream and the listed watch after it: it is one attempt at the first state.
     expect(seen.starts).toEqual(['initial', 'expired']);
+  });
+
+  it('keeps streaming after an ERROR event with code 422 inside an answered stream: only the HTTP status is a refusal', async () => {
+    const { api, seen } = stream();
+    api.lists.push(list('100'));
+    await waitFor(() => api.streams.length === 1);
+    api.send('ERROR', { kind: 'Status', code: 422, reason: 'Invalid', message: 'something in the stream' });
+    await waitFor(() => api.streams.length === 2); // a partial first state: listed once (as client-go falls back)
+    expect(seen.refused).toEqual([]);
+    api.send('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' });
+    await waitFor(() => api.streams.length === 3);
+    expect(param(api.watchPaths.at(-1)!, 'sendInitialEvents')).toBe('true'); // streams again: not switched to lists for good
+    expect(api.listPaths).toHaveLength(1);
   });
 
   it('holds the last of several events for one object in the first state, and drops one deleted before the closing bookmark', async () => {
