@@ -41,38 +41,58 @@ export interface RequestObserver {
   (verb: string, path: string, status: number | 'error'): void;
 }
 
-const REQUEST_TIMEOUT_MS = 30_000;
+/** A plain request's socket may be silent this long. */
+const IDLE_TIMEOUT_MS = 30_000;
+/**
+ * A plain request (not a watch) must be answered whole within this: the API server's own
+ * default --request-timeout. A body that trickles a byte at a time never trips the idle bound.
+ */
+export const REQUEST_DEADLINE_MS = 60_000;
+/** Plain requests share this many sockets; watches have their own agent, never queued behind them. */
+const PLAIN_SOCKETS = 8;
 
 export class KubeApiClient implements ApiClient {
   readonly #kc: Credentials;
   readonly #server: URL;
   readonly #observe: RequestObserver;
-  #agent: https.Agent | undefined;
-  #tlsKey = '';
+  readonly #deadlineMs: number;
+  /** Keep-alive agents, for plain requests and for watches, and the TLS material they were made with. */
+  readonly #agents = new Map<'plain' | 'stream', { agent: https.Agent; tls: string }>();
 
-  constructor(kc: Credentials, observe: RequestObserver = () => {}) {
+  /** `deadlineMs`: REQUEST_DEADLINE_MS unless a test shortens it. */
+  constructor(kc: Credentials, observe: RequestObserver = () => {}, { deadlineMs = REQUEST_DEADLINE_MS }: { deadlineMs?: number } = {}) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     this.#kc = kc;
     this.#server = new URL(cluster.server);
     this.#observe = observe;
+    this.#deadlineMs = deadlineMs;
   }
 
   async json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType = 'application/json', accept?: string): Promise<T> {
-    const res = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), contentType, undefined, accept);
-    const text = await readAll(res);
-    if (res.statusCode !== 200 && res.statusCode !== 201) throw apiError(res.statusCode ?? 0, text);
-    return JSON.parse(text) as T;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), this.#deadlineMs);
+    try {
+      const res = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), contentType, deadline.signal, accept, 'plain');
+      const text = await readAll(res);
+      if (res.statusCode !== 200 && res.statusCode !== 201) throw apiError(res.statusCode ?? 0, text);
+      return JSON.parse(text) as T;
+    } catch (err) {
+      if (!deadline.signal.aborted) throw err;
+      throw Object.assign(new Error(`${method} ${path.split('?')[0]} was not answered whole within ${this.#deadlineMs} ms`, { cause: err }), { code: 'ETIMEDOUT' });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async stream(path: string, signal: AbortSignal): Promise<IncomingMessage> {
-    const res = await this.#send('GET', path, undefined, undefined, signal);
+    const res = await this.#send('GET', path, undefined, undefined, signal, undefined, 'stream');
     if (res.statusCode !== 200) throw apiError(res.statusCode ?? 0, await readAll(res));
     return res;
   }
 
   async #send(method: string, path: string, body: string | undefined, contentType: string | undefined,
-    signal?: AbortSignal, accept = 'application/json'): Promise<IncomingMessage> {
+    signal: AbortSignal, accept = 'application/json', kind: 'plain' | 'stream' = 'plain'): Promise<IncomingMessage> {
     const opts: https.RequestOptions = {};
     // Fresh bearer token (token files rotate) and TLS material; we keep our own agent (below).
     await this.#kc.applyToHTTPSOptions(opts);
@@ -92,15 +112,15 @@ export class KubeApiClient implements ApiClient {
         headers,
         auth: opts.auth,
         servername: opts.servername,
-        agent: this.#agentFor(opts),
+        agent: this.#agentFor(opts, kind),
         signal,
-        // Streams have their own watchdog; plain requests get a socket timeout.
-        timeout: signal ? undefined : REQUEST_TIMEOUT_MS,
+        // Streams have their own watchdog; plain requests an idle bound besides their deadline.
+        timeout: kind === 'plain' ? IDLE_TIMEOUT_MS : undefined,
       }, (res) => {
         this.#observe(verb, path, res.statusCode ?? 0);
         resolve(res);
       });
-      req.on('timeout', () => req.destroy(Object.assign(new Error(`request timed out after ${REQUEST_TIMEOUT_MS} ms`), { code: 'ETIMEDOUT' })));
+      req.on('timeout', () => req.destroy(Object.assign(new Error(`no data for ${IDLE_TIMEOUT_MS} ms`), { code: 'ETIMEDOUT' })));
       req.on('error', (err) => {
         this.#observe(verb, path, 'error');
         reject(err);
@@ -109,27 +129,31 @@ export class KubeApiClient implements ApiClient {
     });
   }
 
-  /** One keep-alive agent, rebuilt only when the TLS material changes (certificate rotation). */
-  #agentFor(opts: https.RequestOptions): https.Agent {
-    const key = [opts.ca, opts.cert, opts.key, opts.rejectUnauthorized, opts.servername].map(String).join('|');
-    if (!this.#agent || key !== this.#tlsKey) {
-      this.#agent?.destroy();
-      this.#agent = new https.Agent({
-        keepAlive: true,
-        maxSockets: 8,
-        ca: opts.ca,
-        cert: opts.cert,
-        key: opts.key,
-        rejectUnauthorized: opts.rejectUnauthorized ?? true,
-        servername: opts.servername,
-      });
-      this.#tlsKey = key;
-    }
-    return this.#agent;
+  /**
+   * One keep-alive agent per kind, rebuilt only when the TLS material changes (certificate
+   * rotation). Watches have their own, unbounded (an agent holds two): plain requests that
+   * hang (a slow owner read) must never hold the sockets a watch needs.
+   */
+  #agentFor(opts: https.RequestOptions, kind: 'plain' | 'stream'): https.Agent {
+    const tls = [opts.ca, opts.cert, opts.key, opts.rejectUnauthorized, opts.servername].map(String).join('|');
+    const had = this.#agents.get(kind);
+    if (had?.tls === tls) return had.agent;
+    had?.agent.destroy();
+    const agent = new https.Agent({
+      keepAlive: true,
+      ...(kind === 'plain' ? { maxSockets: PLAIN_SOCKETS } : {}),
+      ca: opts.ca,
+      cert: opts.cert,
+      key: opts.key,
+      rejectUnauthorized: opts.rejectUnauthorized ?? true,
+      servername: opts.servername,
+    });
+    this.#agents.set(kind, { agent, tls });
+    return agent;
   }
 
   close(): void {
-    this.#agent?.destroy();
+    for (const { agent } of this.#agents.values()) agent.destroy();
   }
 }
 
