@@ -2,12 +2,17 @@
 // shared by every pod that has it: what following controller chains costs the API server.
 //
 //   lookup    synchronous: the cached answer, or Pending while the one GET for that owner
-//             is in flight. Keyed by the owner's UID.
+//             is queued or in flight. Keyed by the reference whole (UID, namespace, kind,
+//             name): pod authors write references, and two that share a UID under other
+//             names are two owners to read, not one entry to flip between.
+//   queue     at most MAX_IN_FLIGHT GETs at once; the others wait their turn (a node's first
+//             start may meet hundreds of owners, and plain requests share a few sockets).
 //   GET       metadata only (PartialObjectMetadata: no spec, no status, never a Secret's
 //             data), from the API server's watch cache (resourceVersion=0), for kinds on the
 //             allow-list only, each of which the agent may `get` by its own ClusterRole
 //             (rbac-follow-owners.yaml). 404 with a name: NotFound; without: NotServed; 403:
-//             Forbidden; other failures: Unavailable, retried after RETRY_MS.
+//             Forbidden; an answer without metadata or any other failure: Unavailable,
+//             retried on its own timer after RETRY_MS, doubling to RETRY_MAX_MS, jittered.
 //   refresh   an entry still in use (a tracked pod's chain passes through it, or it was looked
 //             up lately) is read again REFRESH after its last read (a sweep every quarter of
 //             it): an owner's own change of owner reaches the files within 1.25x the bound.
@@ -17,7 +22,7 @@
 
 import type { Logger } from 'pino';
 import type { ChainEnd, OwnerReference } from '../../projections/index.ts';
-import type { Clock } from '../common/clock.ts';
+import { Backoff, type Clock } from '../common/clock.ts';
 import { F } from '../monitoring/logfields.ts';
 import { ApiError, type ApiClient } from './client.ts';
 
@@ -56,16 +61,23 @@ export type OwnerLookup =
   | { state: 'error'; reason: ChainEnd; message: string };
 
 interface Entry {
+  key: string;
   namespace: string;
   ref: OwnerReference;
   kind: FollowedKind;
   answer: OwnerLookup;
   fetchedAt: number;
   usedAt: number;
+  /** Queued or in flight. */
   inFlight: boolean;
+  /** Set after an Unavailable answer: the retry's delays, and the timer of the next. */
+  retry?: { backoff: Backoff; cancel: () => void };
 }
 
 export const RETRY_MS = 5_000;
+export const RETRY_MAX_MS = 60_000;
+/** Owner GETs in flight at once, of the client's 8 plain sockets: Events and relists keep the rest. */
+export const MAX_IN_FLIGHT = 6;
 const PARTIAL_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 
 export interface OwnerMetadataOptions {
@@ -81,6 +93,8 @@ export interface OwnerMetadataOptions {
   forbidden?(kind: string, message: string): void;
   /** True while some tracked pod's chain passes through the owner (kept and refreshed even if not looked up since). */
   inUse?(ownerUid: string): boolean;
+  /** Jitter of the retries; default Math.random. */
+  random?: () => number;
 }
 
 export class OwnerMetadataCache {
@@ -91,6 +105,8 @@ export class OwnerMetadataCache {
   readonly #unfollowed = new Set<string>();
   #cancelSweep: (() => void) | undefined;
   #closed = false;
+  #running = 0;
+  readonly #waiting: Entry[] = [];
 
   constructor(opts: OwnerMetadataOptions) {
     this.#o = opts;
@@ -114,10 +130,11 @@ export class OwnerMetadataCache {
       return { state: 'error', reason: 'KindNotFollowed', message: `${ref.kind} (${ref.apiVersion}) is not on this node's list of kinds to follow (--follow-kinds)` };
     }
     const now = this.#o.clock.now();
-    let e = this.#entries.get(ref.uid);
-    if (!e || e.namespace !== namespace || e.ref.name !== ref.name || e.kind !== kind) {
-      e = { namespace, ref, kind, answer: { state: 'pending' }, fetchedAt: 0, usedAt: now, inFlight: false };
-      this.#entries.set(ref.uid, e);
+    const key = `${ref.uid}\n${namespace}\n${ref.apiVersion}/${ref.kind}\n${ref.name}`;
+    let e = this.#entries.get(key);
+    if (!e) {
+      e = { key, namespace, ref, kind, answer: { state: 'pending' }, fetchedAt: 0, usedAt: now, inFlight: false };
+      this.#entries.set(key, e);
       this.#fetch(e);
     }
     e.usedAt = now;
@@ -127,6 +144,8 @@ export class OwnerMetadataCache {
   close(): void {
     this.#closed = true;
     this.#cancelSweep?.();
+    for (const e of this.#entries.values()) e.retry?.cancel();
+    this.#waiting.length = 0;
   }
 
   #schedule(): void {
@@ -139,24 +158,47 @@ export class OwnerMetadataCache {
   /** Refresh what is due and in use; drop what nobody used for two bounds. */
   #sweep(): void {
     const now = this.#o.clock.now();
-    for (const [uid, e] of this.#entries) {
-      if (this.#o.inUse?.(uid)) e.usedAt = now;
-      if (now - e.usedAt > 2 * this.#o.refreshMs) this.#entries.delete(uid);
-      else if (!e.inFlight && now - e.fetchedAt >= (e.answer.state === 'error' && e.answer.reason === 'Unavailable' ? RETRY_MS : this.#o.refreshMs)) this.#fetch(e);
+    for (const [key, e] of this.#entries) {
+      if (this.#o.inUse?.(e.ref.uid)) e.usedAt = now;
+      if (now - e.usedAt > 2 * this.#o.refreshMs) {
+        e.retry?.cancel();
+        this.#entries.delete(key);
+      } else if (!e.inFlight && !e.retry && now - e.fetchedAt >= this.#o.refreshMs) this.#fetch(e);
     }
   }
 
+  /** Queue a GET of the owner; it starts at once while fewer than MAX_IN_FLIGHT run. */
   #fetch(e: Entry): void {
-    const why = e.fetchedAt === 0 ? 'new' : 'refresh';
     e.inFlight = true;
+    if (this.#running < MAX_IN_FLIGHT) this.#start(e);
+    else this.#waiting.push(e);
+  }
+
+  #next(): void {
+    this.#running--;
+    while (this.#running < MAX_IN_FLIGHT && this.#waiting.length > 0) {
+      const e = this.#waiting.shift()!;
+      if (this.#entries.get(e.key) === e && !this.#closed) this.#start(e);
+      else e.inFlight = false;
+    }
+  }
+
+  #start(e: Entry): void {
+    this.#running++;
+    const why = e.fetchedAt === 0 ? 'new' : 'refresh';
     const k = e.kind;
     const base = k.group ? `/apis/${k.group}/${k.version}` : `/api/${k.version}`;
     const path = `${base}/namespaces/${encodeURIComponent(e.namespace)}/${k.resource}/${encodeURIComponent(e.ref.name)}?resourceVersion=0`;
-    this.#o.client.json<{ metadata?: { uid?: string; ownerReferences?: OwnerReference[] } }>('GET', path, undefined, undefined, PARTIAL_METADATA).then(
+    this.#o.client.json<unknown>('GET', path, undefined, undefined, PARTIAL_METADATA).then(
       (obj) => {
-        const uid = obj.metadata?.uid ?? '';
-        this.#settle(e, uid === e.ref.uid
-          ? { state: 'ok', ownerReferences: obj.metadata?.ownerReferences ?? [] }
+        const meta = typeof obj === 'object' && obj !== null && 'metadata' in obj && typeof obj.metadata === 'object' && obj.metadata !== null
+          ? obj.metadata as { uid?: unknown; ownerReferences?: unknown } : undefined;
+        if (!meta) {
+          this.#settle(e, { state: 'error', reason: 'Unavailable', message: `reading ${k.kind} ${e.namespace}/${e.ref.name} gave an answer without metadata` }, 'error', why);
+          return;
+        }
+        this.#settle(e, meta.uid === e.ref.uid
+          ? { state: 'ok', ownerReferences: Array.isArray(meta.ownerReferences) ? meta.ownerReferences as OwnerReference[] : [] }
           : { state: 'error', reason: 'UIDMismatch', message: `${k.kind} ${e.namespace}/${e.ref.name} is another object than UID ${e.ref.uid}: the owner the reference names is gone` }, 'ok', why);
       },
       (err: unknown) => {
@@ -175,16 +217,35 @@ export class OwnerMetadataCache {
           this.#settle(e, { state: 'error', reason: 'Unavailable', message: `reading ${what} failed: ${String(err)}` }, status ? String(status) : 'error', why);
         }
       },
-    );
+    ).catch((err: unknown) => {
+      // A bug past the answer (in changed(), say) must not become an unhandled rejection.
+      this.#o.log.error({ [F.err]: err }, 'handling an owner\'s answer failed');
+    }).finally(() => this.#next());
   }
 
   #settle(e: Entry, answer: OwnerLookup, outcome: string, why: 'new' | 'refresh'): void {
     e.inFlight = false;
     e.fetchedAt = Math.max(1, this.#o.clock.now());
     this.#o.observe?.(e.kind.kind, outcome, why);
-    if (this.#closed || this.#entries.get(e.ref.uid) !== e) return;
+    if (this.#closed || this.#entries.get(e.key) !== e) return;
+    this.#retryIfUnavailable(e, answer);
     const before = JSON.stringify(e.answer);
     e.answer = answer;
     if (JSON.stringify(answer) !== before) this.#o.changed(e.ref.uid);
+  }
+
+  /** Unavailable: read again on the entry's own timer (RETRY_MS doubling, jittered), not at the next sweep. */
+  #retryIfUnavailable(e: Entry, answer: OwnerLookup): void {
+    e.retry?.cancel();
+    if (answer.state !== 'error' || answer.reason !== 'Unavailable') {
+      e.retry = undefined;
+      return;
+    }
+    const backoff = e.retry?.backoff ?? new Backoff({ initialMs: RETRY_MS, maxMs: RETRY_MAX_MS, random: this.#o.random ?? Math.random });
+    const cancel = this.#o.clock.setTimer(() => {
+      if (this.#closed || this.#entries.get(e.key) !== e || e.inFlight) return;
+      this.#fetch(e);
+    }, backoff.next());
+    e.retry = { backoff, cancel };
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
-import { BUILTIN_KINDS, OwnerMetadataCache, parseFollowKinds, RETRY_MS } from '../../../agent/kube/ownermeta.ts';
+import { BUILTIN_KINDS, MAX_IN_FLIGHT, OwnerMetadataCache, parseFollowKinds, RETRY_MS } from '../../../agent/kube/ownermeta.ts';
 import { walkChain } from '../../../agent/policy/chain.ts';
 import { FakeClock } from '../../support/clock.ts';
 import { memoryLogger } from '../../support/agentkit.ts';
@@ -9,7 +9,7 @@ import { owner } from '../../support/fixtures.ts';
 type Obj = { metadata: { uid: string; ownerReferences?: unknown[] } };
 
 /** An API server of owner objects by path; each GET is recorded with its Accept header. */
-function fakeApi(objects: Record<string, Obj | ApiError>) {
+function fakeApi(objects: Record<string, Obj | ApiError | null>) {
   const gets: { path: string; accept: string | undefined }[] = [];
   const pending: (() => void)[] = [];
   let hold = false;
@@ -18,7 +18,7 @@ function fakeApi(objects: Record<string, Obj | ApiError>) {
       gets.push({ path, accept });
       const answer = () => {
         const o = objects[path.split('?')[0]!];
-        return o instanceof ApiError ? Promise.reject(o) : o ? Promise.resolve(structuredClone(o) as T) : Promise.reject(new ApiError(404, 'NotFound', 'nf', undefined, 'x'));
+        return o instanceof ApiError ? Promise.reject(o) : o !== undefined ? Promise.resolve(structuredClone(o) as T) : Promise.reject(new ApiError(404, 'NotFound', 'nf', undefined, 'x'));
       };
       if (!hold) return answer();
       return new Promise<T>((resolve, reject) => pending.push(() => { answer().then(resolve, reject); }));
@@ -126,6 +126,76 @@ describe('OwnerMetadataCache', () => {
     clock.advance(RETRY_MS + 15_000);
     await flush();
     expect(c.lookup('ns', rs)).toEqual({ state: 'ok', ownerReferences: [] });
+    c.close();
+  });
+
+  it('retries an Unavailable owner within RETRY_MS even when the refresh bound is long, then backs off', async () => {
+    const f = fakeApi({ [RS]: new ApiError(503, 'ServiceUnavailable', 'busy') });
+    const { c, clock } = cache(f.api, new FakeClock(), 600_000);
+    c.lookup('ns', rs);
+    await flush();
+    expect(f.gets).toHaveLength(1);
+    clock.advance(RETRY_MS);
+    await flush();
+    expect(f.gets).toHaveLength(2);
+    clock.advance(RETRY_MS); // the second delay is longer: between one and two RETRY_MS
+    await flush();
+    clock.advance(RETRY_MS);
+    await flush();
+    expect(f.gets).toHaveLength(3);
+    f.objects[RS] = { metadata: { uid: 'rs-1' } };
+    clock.advance(4 * RETRY_MS);
+    await flush();
+    expect(c.lookup('ns', rs)).toEqual({ state: 'ok', ownerReferences: [] });
+    const gets = f.gets.length;
+    clock.advance(60_000);
+    await flush();
+    expect(f.gets).toHaveLength(gets); // answered: no more retries until the refresh
+    c.close();
+  });
+
+  it.each([['null', null], ['no metadata', {}], ['metadata null', { metadata: null }]])(
+    'takes an answer of %s as Unavailable, never as a crash', async (_what, body) => {
+      const f = fakeApi({ [RS]: body as never });
+      const { c } = cache(f.api);
+      c.lookup('ns', rs);
+      await flush();
+      expect(c.lookup('ns', rs)).toMatchObject({ state: 'error', reason: 'Unavailable', message: expect.stringMatching(/without metadata/) });
+      c.close();
+    });
+
+  it('keeps two references that share a UID under other names apart: one read each, no loop of reads', async () => {
+    const f = fakeApi({ [RS]: { metadata: { uid: 'rs-1' } } });
+    const forged = owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'not-web', uid: 'rs-1' });
+    const rerender = () => { c.lookup('ns', rs); c.lookup('ns', forged); };
+    const changed: string[] = [];
+    // Past 50 reads the fake stops answering, so a loop of reads fails the test instead of hanging it.
+    const bounded: ApiClient = { ...f.api, json: <T>(...a: Parameters<ApiClient['json']>) => f.gets.length >= 50 ? new Promise<T>(() => {}) : f.api.json<T>(...a) };
+    const c = new OwnerMetadataCache({ client: bounded, kinds: BUILTIN_KINDS, refreshMs: 60_000, clock: new FakeClock(), log: memoryLogger().log,
+      changed: (u) => { changed.push(u); rerender(); } });
+    rerender();
+    for (let i = 0; i < 20; i++) await flush();
+    expect(f.gets.map((g) => g.path.split('?')[0])).toEqual([RS, '/apis/apps/v1/namespaces/ns/replicasets/not-web']);
+    expect(c.lookup('ns', rs)).toEqual({ state: 'ok', ownerReferences: [] });
+    expect(c.lookup('ns', forged)).toMatchObject({ state: 'error', reason: 'NotFound' });
+    c.close();
+  });
+
+  it(`reads at most ${MAX_IN_FLIGHT} owners at once; the others wait their turn`, async () => {
+    const f = fakeApi({});
+    f.hold(true);
+    const { c } = cache(f.api);
+    for (let i = 0; i < 20; i++) c.lookup('ns', owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `rs-${i}`, uid: `u${i}` }));
+    expect(f.gets).toHaveLength(MAX_IN_FLIGHT);
+    f.release();
+    for (let i = 0; i < 5; i++) await flush();
+    expect(f.gets).toHaveLength(2 * MAX_IN_FLIGHT);
+    for (let i = 0; i < 4; i++) {
+      f.release();
+      for (let j = 0; j < 5; j++) await flush();
+    }
+    expect(f.gets).toHaveLength(20);
+    expect(new Set(f.gets.map((g) => g.path)).size).toBe(20);
     c.close();
   });
 
