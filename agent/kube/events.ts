@@ -32,6 +32,15 @@ export interface EventSink {
 
 const MAX_MESSAGE = 1024;
 
+/** `s` in at most `max` UTF-16 units, marked with '…' when cut, never ending in half a surrogate pair. */
+export function cut(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let end = max - 1;
+  const last = s.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--; // a high surrogate whose low half would be cut off
+  return `${s.slice(0, end)}…`;
+}
+
 export class ApiEventSink implements EventSink {
   readonly #client: ApiClient;
   readonly #node: string;
@@ -51,7 +60,7 @@ export class ApiEventSink implements EventSink {
     if (this.#waiting.length >= EVENT_QUEUE) return false; // a flood: keep memory bounded
     const suppressed = this.#limiter.take(`${obj.kind}/${obj.namespace ?? ''}/${obj.name}/${reason}`);
     if (suppressed === null) return false;
-    const text = (suppressed > 0 ? `${message} (${suppressed} similar events suppressed)` : message).slice(0, MAX_MESSAGE);
+    const text = cut(suppressed > 0 ? `${message} (${suppressed} similar events suppressed)` : message, MAX_MESSAGE);
     this.#waiting.push(() => this.#post(obj, reason, text)
       .catch((err: unknown) => this.#log.warn({ [F.err]: err, [F.reason]: reason }, 'could not record event')));
     this.#pump();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../../agent/kube/client.ts';
-import { ApiEventSink, type InvolvedObject } from '../../../agent/kube/events.ts';
+import { ApiEventSink, cut, type InvolvedObject } from '../../../agent/kube/events.ts';
 import { memoryLogger } from '../../support/agentkit.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
 
@@ -50,5 +50,18 @@ describe('ApiEventSink', () => {
     const results = Array.from({ length: 1_100 }, (_, i) => sink.warn(pod(i), 'R', 'x'));
     expect(results.filter(Boolean)).toHaveLength(1_016); // 16 in flight + 1,000 waiting
     expect(results.at(-1)).toBe(false);
+  });
+});
+
+describe('cut (Event messages)', () => {
+  it.each([
+    ['a message that fits, unchanged', 'short', 10, 'short'],
+    ['a long one, cut and marked', 'abcdefghijkl', 10, 'abcdefghi…'],
+    ['never half of a surrogate pair', `${'a'.repeat(8)}\u{1F600}xyz`, 10, `${'a'.repeat(8)}…`],
+  ])('%s', (_what, s, max, want) => {
+    const got = cut(s, max);
+    expect(got).toBe(want);
+    expect(got.length).toBeLessThanOrEqual(max);
+    expect(got.isWellFormed()).toBe(true);
   });
 });
