@@ -144,6 +144,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
       await Promise.allSettled([nodeRun, podRun]);
       owners.close();
       await reconciler.close(); // in-flight writes finish; nothing new starts
+      events.close(); // Events waiting to be posted again are given up
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();
       client.close();

@@ -56,6 +56,10 @@ export const EVENT_LIMIT = { burst: 3, refillMs: 120_000 } as const;
 export const EVENT_IN_FLIGHT = 16;
 /** Events waiting at most: past this (a flood no per-object limit stopped) one is dropped and counted. */
 export const EVENT_QUEUE = 1_000;
+/** Tries per Event, the first included, when the server refuses for a moment (429, 5xx, no answer). */
+export const EVENT_TRIES = 3;
+/** The first Event retry's delay (then doubled, jittered), unless the server's Retry-After asks for longer. */
+export const EVENT_RETRY_MS = 2_000;
 /** Log lines about one pod's failures: a burst, then one per refill period. */
 export const FAILURE_LOG_LIMIT = { burst: 3, refillMs: 60_000 } as const;
 

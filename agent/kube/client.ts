@@ -13,13 +13,16 @@ export class ApiError extends Error {
   readonly reason: string;
   /** The Status's details.name: set on a 404 for a missing object, unset when the resource itself is not served. */
   readonly detailsName: string | undefined;
+  /** The server's Retry-After (429 from priority and fairness, some 5xx), in ms; unset without one. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(status: number, reason: string, message: string, cause?: unknown, detailsName?: string) {
+  constructor(status: number, reason: string, message: string, cause?: unknown, detailsName?: string, retryAfterMs?: number) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'ApiError';
     this.status = status;
     this.reason = reason;
     this.detailsName = detailsName;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -75,7 +78,7 @@ export class KubeApiClient implements ApiClient {
     try {
       const res = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), contentType, deadline.signal, accept, 'plain');
       const text = await readAll(res);
-      if (res.statusCode !== 200 && res.statusCode !== 201) throw apiError(res.statusCode ?? 0, text);
+      if (res.statusCode !== 200 && res.statusCode !== 201) throw apiError(res.statusCode ?? 0, text, res.headers['retry-after']);
       return JSON.parse(text) as T;
     } catch (err) {
       if (!deadline.signal.aborted) throw err;
@@ -87,7 +90,7 @@ export class KubeApiClient implements ApiClient {
 
   async stream(path: string, signal: AbortSignal): Promise<IncomingMessage> {
     const res = await this.#send('GET', path, undefined, undefined, signal, undefined, 'stream');
-    if (res.statusCode !== 200) throw apiError(res.statusCode ?? 0, await readAll(res));
+    if (res.statusCode !== 200) throw apiError(res.statusCode ?? 0, await readAll(res), res.headers['retry-after']);
     return res;
   }
 
@@ -163,7 +166,13 @@ async function readAll(res: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function apiError(status: number, text: string): ApiError {
+/** Retry-After in delta-seconds (what the API server sends), at most 10 min; else undefined. */
+export function retryAfterMs(header: string | undefined): number | undefined {
+  if (header === undefined || !/^\d{1,6}$/.test(header.trim())) return undefined;
+  return Math.min(Number(header.trim()), 600) * 1000;
+}
+
+function apiError(status: number, text: string, retryAfter?: string): ApiError {
   let reason = '';
   let message = text.slice(0, 500);
   let name: string | undefined;
@@ -173,5 +182,5 @@ function apiError(status: number, text: string): ApiError {
     message = s.message ?? message;
     name = s.details?.name;
   } catch { /* not a Status object */ }
-  return new ApiError(status, reason, `API ${status}${reason ? ' ' + reason : ''}: ${message}`, undefined, name);
+  return new ApiError(status, reason, `API ${status}${reason ? ' ' + reason : ''}: ${message}`, undefined, name, retryAfterMs(retryAfter));
 }

@@ -8,9 +8,10 @@
 import type { Logger } from 'pino';
 import { F } from '../monitoring/logfields.ts';
 import { KeyedRateLimiter } from '../common/ratelimit.ts';
-import type { Clock } from '../common/clock.ts';
-import { EVENT_IN_FLIGHT, EVENT_LIMIT, EVENT_QUEUE } from '../common/defaults.ts';
-import type { ApiClient } from './client.ts';
+import { realClock, type Clock } from '../common/clock.ts';
+import { EVENT_IN_FLIGHT, EVENT_LIMIT, EVENT_QUEUE, EVENT_RETRY_MS, EVENT_TRIES } from '../common/defaults.ts';
+import { errnoOf } from '../common/errors.ts';
+import { ApiError, type ApiClient } from './client.ts';
 
 export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';
 export const REASON_INVALID_NODE_LABEL = 'OwnerRefsInvalidNodeLabel';
@@ -32,6 +33,12 @@ export interface EventSink {
 
 const MAX_MESSAGE = 1024;
 
+/** The server is busy or away, not refusing this Event: 429, 5xx, or no answer at all. */
+function transient(err: unknown): boolean {
+  if (err instanceof ApiError) return err.status === 429 || err.status >= 500;
+  return errnoOf(err) !== undefined;
+}
+
 /** `s` in at most `max` UTF-16 units, marked with '…' when cut, never ending in half a surrogate pair. */
 export function cut(s: string, max: number): string {
   if (s.length <= max) return s;
@@ -47,13 +54,20 @@ export class ApiEventSink implements EventSink {
   readonly #log: Logger;
   readonly #limiter: KeyedRateLimiter;
   readonly #waiting: (() => Promise<void>)[] = [];
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  /** Retries waiting for their time. */
+  readonly #timers = new Set<() => void>();
   #inFlight = 0;
+  #closed = false;
 
-  constructor(opts: { client: ApiClient; node: string; log: Logger; clock?: Clock }) {
+  constructor(opts: { client: ApiClient; node: string; log: Logger; clock?: Clock; random?: () => number }) {
     this.#client = opts.client;
     this.#node = opts.node;
     this.#log = opts.log;
-    this.#limiter = new KeyedRateLimiter({ ...EVENT_LIMIT, ...(opts.clock ? { clock: opts.clock } : {}) });
+    this.#clock = opts.clock ?? realClock;
+    this.#random = opts.random ?? Math.random;
+    this.#limiter = new KeyedRateLimiter({ ...EVENT_LIMIT, clock: this.#clock });
   }
 
   warn(obj: InvolvedObject, reason: string, message: string): boolean {
@@ -61,10 +75,37 @@ export class ApiEventSink implements EventSink {
     const suppressed = this.#limiter.take(`${obj.kind}/${obj.namespace ?? ''}/${obj.name}/${reason}`);
     if (suppressed === null) return false;
     const text = cut(suppressed > 0 ? `${message} (${suppressed} similar events suppressed)` : message, MAX_MESSAGE);
-    this.#waiting.push(() => this.#post(obj, reason, text)
-      .catch((err: unknown) => this.#log.warn({ [F.err]: err, [F.reason]: reason }, 'could not record event')));
-    this.#pump();
+    this.#enqueue(obj, reason, text, 1);
     return true;
+  }
+
+  /**
+   * Post now or in turn. A transient refusal (429 from priority and fairness, 5xx, no
+   * answer) is posted again after the server's Retry-After or a backoff, up to EVENT_TRIES
+   * in all, so a first Event is not lost to a busy moment; anything else is logged once.
+   */
+  #enqueue(obj: InvolvedObject, reason: string, text: string, attempt: number): void {
+    this.#waiting.push(() => this.#post(obj, reason, text).catch((err: unknown) => {
+      if (attempt >= EVENT_TRIES || !transient(err) || this.#closed) {
+        this.#log.warn({ [F.err]: err, [F.reason]: reason, attempts: attempt }, 'could not record event');
+        return;
+      }
+      const backoff = EVENT_RETRY_MS * 2 ** (attempt - 1) * (0.5 + this.#random() / 2);
+      const delay = Math.max(backoff, err instanceof ApiError ? err.retryAfterMs ?? 0 : 0);
+      const cancel = this.#clock.setTimer(() => {
+        this.#timers.delete(cancel);
+        if (this.#waiting.length < EVENT_QUEUE && !this.#closed) this.#enqueue(obj, reason, text, attempt + 1);
+      }, delay);
+      this.#timers.add(cancel);
+    }));
+    this.#pump();
+  }
+
+  /** Stop retrying (the agent is stopping); posts in flight finish. */
+  close(): void {
+    this.#closed = true;
+    for (const cancel of this.#timers) cancel();
+    this.#timers.clear();
   }
 
   #pump(): void {

@@ -20,7 +20,8 @@
 //     end before it         -> the server is draining or restarting ('closed'): watch
 //                              again from the same resourceVersion, paced (below)
 //     410 Gone / Expired    -> the first state again, from a consistent read
-//     error / refused / stall -> exponential backoff with jitter, then watch again
+//     error / refused / stall -> exponential backoff with jitter (at least the server's
+//                              Retry-After, up to the cap), then watch again
 //     an event line past 16 Mi characters -> a failure (never held whole)
 //   down (downForMs, /readyz) from a failure, a 410 or a watch that ended at once, until a
 //   watch is connected again (after watches ended at once: one that delivers or lasts)
@@ -252,7 +253,9 @@ export class Reflector<T extends KubeObject> {
   }
 
   async #pause(err: unknown, signal: AbortSignal): Promise<void> {
-    const ms = this.#backoff.next();
+    // The server's Retry-After (a 429 from priority and fairness) is a floor, up to the backoff's cap.
+    const asked = err instanceof ApiError ? Math.min(err.retryAfterMs ?? 0, this.#o.backoff.maxMs) : 0;
+    const ms = Math.max(this.#backoff.next(), asked);
     this.#o.observer.failed?.(err, ms);
     await sleep(this.#o.clock, ms, signal);
   }

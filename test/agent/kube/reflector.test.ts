@@ -156,6 +156,16 @@ describe('Reflector', () => {
     expect(seen.starts.slice(-1)).toEqual(['error']);
   });
 
+  it('waits at least the server\'s Retry-After (a 429 from priority and fairness), up to the backoff\'s cap', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    api.watchFailures.push(new ApiError(429, 'TooManyRequests', 'slow down', undefined, undefined, 50),
+      new ApiError(429, 'TooManyRequests', 'slow down', undefined, undefined, 600_000), new Error('ECONNREFUSED'));
+    const { seen } = start(api);
+    await waitFor(() => api.streams.length === 1);
+    expect(seen.backoffs).toEqual([50, 80, 40]); // 50 over the 10 due; the cap over 10 minutes; then the backoff's own
+  });
+
   it('reports how long the watch has been down', async () => {
     const api = new FakeApi();
     api.lists.push(list('100'));
