@@ -33,12 +33,11 @@
 //   ended: the backoff starts over, so one stall after a long healthy watch costs
 //   one short pause, not the delay that earlier failures had built up
 
-import type { IncomingMessage } from 'node:http';
-import { StringDecoder } from 'node:string_decoder';
 import { Backoff, realClock, sleep, type Clock } from '../common/clock.ts';
 import { RECOVERY_SPACING_MS, STALL_MS, WATCH_BACKOFF, WATCH_TIMEOUT_SECONDS } from '../common/defaults.ts';
 import { ApiError, type ApiClient } from './client.ts';
 import { RecoveryPacer } from './pacer.ts';
+import { readLines } from './watchlines.ts';
 
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } | undefined;
@@ -107,7 +106,7 @@ export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
  * One watch event, at most (characters of its JSON line). An object is at most etcd's
  * 1.5 MiB request limit, so this is far above any real event; past it the watch fails.
  */
-const MAX_EVENT_CHARS = 16 * 1024 * 1024;
+export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
 
 /** A watch that ends before this share of its timeout was ended by the server, not timed out. */
 const EARLY_END = 0.9;
@@ -314,7 +313,7 @@ export class Reflector<T extends KubeObject> {
       // watches that ended at once, at its first event or once it has lasted.
       if (this.#arriving) this.#arriving.answered = true;
       else if (!this.#flapping) this.#downSince = undefined;
-      await this.#consume(res, armStall);
+      await readLines(res, MAX_EVENT_CHARS, armStall, (line) => this.#dispatch(JSON.parse(line) as WatchEvent), this.#o.resource);
       if (this.#arriving) throw new Unfinished(`the ${this.#o.resource} watch ended before its first state was complete`);
     } catch (err) {
       if (stalled) throw new Stalled(`no data on the ${this.#o.resource} watch for ${this.#o.stallMs} ms`);
@@ -324,28 +323,6 @@ export class Reflector<T extends KubeObject> {
       cancelStall();
       signal.removeEventListener('abort', onAbort);
       ac.abort();
-    }
-  }
-
-  async #consume(res: IncomingMessage, onBytes: () => void): Promise<void> {
-    let buf = '';
-    // One decoder across chunks: a character split between two reads must not become U+FFFD.
-    const utf8 = new StringDecoder('utf8');
-    for await (const chunk of res) {
-      onBytes();
-      // Only the new text can hold the next newline: scanning the whole buffer again on
-      // every chunk made a long line cost quadratic time.
-      let from = buf.length;
-      buf += utf8.write(chunk as Buffer);
-      let start = 0;
-      let nl: number;
-      while ((nl = buf.indexOf('\n', from)) >= 0) {
-        const line = buf.slice(start, nl);
-        start = from = nl + 1;
-        if (line.trim() !== '') this.#dispatch(JSON.parse(line) as WatchEvent);
-      }
-      if (start > 0) buf = buf.slice(start);
-      if (buf.length > MAX_EVENT_CHARS) throw new Error(`a ${this.#o.resource} watch event is longer than ${MAX_EVENT_CHARS} characters`);
     }
   }
 
