@@ -3,16 +3,21 @@
 // One Secret (type kubernetes.io/tls) in the webhook's namespace holds a CA and the
 // serving certificate it signed for the Service's DNS names; every replica serves the
 // same pair. The MutatingWebhookConfiguration's caBundle is kept equal to the Secret's
-// ca.crt. Steps, run at start and then every CHECK_MS:
+// ca.crt. Steps, run at start and then every CHECK_MS (a minute: two cheap GETs, so that a
+// pair another replica renewed, or a caBundle reset by re-applying the configuration, is
+// caught up with at once, not within the hour):
 //   1. Read the Secret. Absent: make a CA and a serving certificate and create it; a
 //      409 means another replica won the race, so read theirs.
-//   2. Renew what is due: the CA when less than CA_RENEW_MS of it is left (the old CA
-//      stays in ca.crt until it expires, so certificates it signed are still trusted
-//      while replicas move over), the serving certificate when less than CERT_RENEW_MS is
-//      left, its names differ, or a new CA came. Update with the resourceVersion read; a
-//      409 means another replica renewed first: start again from step 1.
+//   2. Renew what is due: the CA when less than CA_RENEW_MS of it is left, it is not valid
+//      yet, or ca.key is not its key (the old CA stays in ca.crt until it expires, so
+//      certificates it signed are still trusted while replicas move over); the serving
+//      certificate when less than CERT_RENEW_MS is left, it is not valid yet, its names
+//      differ, tls.key is not its key, or a new CA came. Update with the resourceVersion
+//      read, keeping the Secret's type; a 409 means another replica renewed first: start
+//      again from step 1.
 //   3. Patch caBundle in each webhook of the configuration that differs from ca.crt
-//      (a JSON Patch guarded by a test of the resourceVersion read).
+//      (a JSON Patch guarded by a test of the resourceVersion read; when another replica
+//      patched first, the test fails: read again and retry).
 //   4. Serve the Secret's pair (server.setTls swaps it without dropping connections).
 //
 // Least RBAC: get/update on this one Secret and get/patch on this one configuration
@@ -22,7 +27,8 @@
 // them. Both load only in the webhook process.
 
 import 'reflect-metadata';
-import { X509Certificate, webcrypto } from 'node:crypto';
+import { createPrivateKey, createPublicKey, X509Certificate, webcrypto, type KeyObject } from 'node:crypto';
+import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import { ApiError, type ApiClient } from '../kube/client.ts';
 
@@ -33,7 +39,7 @@ export const CA_LIFETIME_MS = 10 * 365 * DAY;
 export const CA_RENEW_MS = 365 * DAY;
 export const CERT_LIFETIME_MS = 365 * DAY;
 export const CERT_RENEW_MS = 120 * DAY;
-export const CHECK_MS = 3_600_000;
+export const CHECK_MS = 60_000;
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
 export interface ServingTls {
@@ -53,7 +59,7 @@ export interface CertOptions {
 }
 
 interface SecretData { 'tls.crt': string; 'tls.key': string; 'ca.crt': string; 'ca.key': string }
-interface Secret { metadata: { resourceVersion?: string }; data?: Record<string, string> }
+interface Secret { metadata: { resourceVersion?: string }; type?: string; data?: Record<string, string> }
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const unb64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
@@ -109,12 +115,39 @@ function pems(bundle: string): string[] {
   return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g)?.map((p) => p.trimEnd() + '\n') ?? [];
 }
 
+/** An IP address in one spelling: Node prints IPv6 SANs uncompressed (0:0:0:0:0:0:0:1), flags give ::1. */
+function canonicalIp(ip: string): string {
+  return isIP(ip) === 6 ? new URL(`http://[${ip}]`).hostname.slice(1, -1) : ip;
+}
+
 function names(cert: X509Certificate): string[] {
-  return (cert.subjectAltName ?? '').split(', ').filter(Boolean).map((n) => n.replace(/^IP Address:/, 'IP:')).sort();
+  return (cert.subjectAltName ?? '').split(', ').filter(Boolean)
+    .map((n) => (n.startsWith('IP Address:') ? `IP:${canonicalIp(n.slice('IP Address:'.length))}` : n)).sort();
 }
 
 function wanted(o: CertOptions): string[] {
-  return [...o.dnsNames.map((d) => `DNS:${d}`), ...(o.ipAddresses ?? []).map((i) => `IP:${i}`)].sort();
+  return [...o.dnsNames.map((d) => `DNS:${d}`), ...(o.ipAddresses ?? []).map((i) => `IP:${canonicalIp(i)}`)].sort();
+}
+
+/** The private key in `pem`, or undefined when it does not parse. */
+function privateKey(pem: string | undefined): KeyObject | undefined {
+  try {
+    return pem ? createPrivateKey(pem) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `key` is the private half of `cert`'s public key. */
+function keyOf(cert: X509Certificate, key: KeyObject | undefined): boolean {
+  if (!key) return false;
+  const spki = (k: KeyObject) => k.export({ type: 'spki', format: 'der' });
+  return spki(createPublicKey(key)).equals(spki(cert.publicKey));
+}
+
+/** Not yet valid (a replica whose clock runs fast made it), or too close to its end. */
+function outOfTime(cert: X509Certificate, now: number, renewMs: number): boolean {
+  return Date.parse(cert.validFrom) > now || Date.parse(cert.validTo) - now < renewMs;
 }
 
 /** Steps 2's verdicts on what the Secret holds. */
@@ -125,15 +158,17 @@ export function due(data: Partial<SecretData>, o: CertOptions, now: number): { c
   } catch {
     return { ca: true, cert: true };
   }
-  const caDue = Date.parse(ca.validTo) - now < CA_RENEW_MS;
+  // A ca.key that is not the CA's would sign certificates nobody trusts.
+  const caDue = outOfTime(ca, now, CA_RENEW_MS) || !keyOf(ca, privateKey(data['ca.key']));
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(data['tls.crt'] ?? '');
   } catch {
     return { ca: caDue, cert: true };
   }
-  const certDue = caDue || Date.parse(cert.validTo) - now < CERT_RENEW_MS || !cert.checkIssued(ca) || !cert.verify(ca.publicKey) ||
-    names(cert).join(',') !== wanted(o).join(',') || !data['tls.key'];
+  // A tls.key that is not the certificate's would make every replica fail to serve.
+  const certDue = caDue || outOfTime(cert, now, CERT_RENEW_MS) || !cert.checkIssued(ca) || !cert.verify(ca.publicKey) ||
+    names(cert).join(',') !== wanted(o).join(',') || !keyOf(cert, privateKey(data['tls.key']));
   return { ca: caDue, cert: certDue };
 }
 
@@ -159,7 +194,8 @@ export async function ensureServingTls(api: ApiClient, o: CertOptions): Promise<
     const serving = await makeServing(ca, o, now);
     const next: SecretData = { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': bundle, 'ca.key': ca.key };
     const body = {
-      apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls',
+      // A Secret's type cannot change: one made by hand as Opaque keeps its type.
+      apiVersion: 'v1', kind: 'Secret', type: secret?.type ?? 'kubernetes.io/tls',
       metadata: { name: o.secretName, namespace: o.namespace, labels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' }, ...(secret ? { resourceVersion: secret.metadata.resourceVersion } : {}) },
       data: Object.fromEntries(Object.entries(next).map(([k, v]) => [k, b64(v)])),
     };
@@ -177,13 +213,23 @@ export async function ensureServingTls(api: ApiClient, o: CertOptions): Promise<
 
 interface WebhookConfig { metadata: { resourceVersion?: string }; webhooks?: { name: string; clientConfig?: { caBundle?: string } }[] }
 
-/** Step 3; returns how many webhooks were patched. */
+/**
+ * Step 3; returns how many webhooks were patched. Another replica patching between our
+ * read and our patch fails the test (422) or conflicts (409): read again, at most 5 times.
+ */
 export async function syncCaBundle(api: ApiClient, configName: string, caBundle: string): Promise<number> {
   const path = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${configName}`;
-  const cfg = await api.json<WebhookConfig>('GET', path);
   const want = b64(caBundle);
-  const ops = (cfg.webhooks ?? []).flatMap((w, i) => (w.clientConfig?.caBundle === want ? [] : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want }]));
-  if (ops.length === 0) return 0;
-  await api.json('PATCH', path, [{ op: 'test', path: '/metadata/resourceVersion', value: cfg.metadata.resourceVersion }, ...ops], 'application/json-patch+json');
-  return ops.length;
+  for (let attempt = 0; ; attempt++) {
+    const cfg = await api.json<WebhookConfig>('GET', path);
+    const ops = (cfg.webhooks ?? []).flatMap((w, i) => (w.clientConfig?.caBundle === want ? [] : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want }]));
+    if (ops.length === 0) return 0;
+    try {
+      await api.json('PATCH', path, [{ op: 'test', path: '/metadata/resourceVersion', value: cfg.metadata.resourceVersion }, ...ops], 'application/json-patch+json');
+      return ops.length;
+    } catch (err) {
+      const raced = err instanceof ApiError && (err.status === 409 || err.status === 422);
+      if (!raced || attempt >= 4) throw err;
+    }
+  }
 }

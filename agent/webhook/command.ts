@@ -29,12 +29,16 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   // error of a series that appears at 1.
   for (const kind of [...SERVED_KINDS, 'other']) reviews.inc({ result: 'error', kind }, 0);
   const expiry = new Gauge({ name: 'ownerrefs_webhook_certificate_expiry_timestamp_seconds', help: 'When the serving certificate expires (Unix time)', registers: [registry] });
-  let tlsError = 'no serving certificate yet';
+  /** When the certificate being served is valid; readiness follows it, not the last refresh. */
+  let validity: { from: number; to: number } | undefined;
 
   let tls: TlsMaterial;
   let refresh: () => Promise<TlsMaterial | undefined>;
   let watcher: { close(): Promise<void> } | undefined;
   let timer: NodeJS.Timeout | undefined;
+  // Files: re-read each minute (a Secret volume swaps a symlink, which a watch on the old
+  // target may not see). Self-managed: certs.ts's check, each minute too.
+  let checkMs = 60_000;
   if (cfg.certFile && cfg.keyFile) {
     const read = () => readTlsFiles(cfg.certFile!, cfg.keyFile!);
     tls = await read();
@@ -53,9 +57,9 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       return t;
     };
     tls = (await refresh())!;
+    checkMs = certs.CHECK_MS;
   }
-  tlsError = '';
-  setExpiry(tls, expiry);
+  validity = setExpiry(tls, expiry);
 
   const server = await startWebhookServer({
     host: cfg.listenHost, port: cfg.listenPort, tls, log,
@@ -70,12 +74,13 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       if (next && (next.cert !== tls.cert || next.key !== tls.key)) {
         server.setTls(next);
         tls = next;
-        setExpiry(tls, expiry);
+        validity = setExpiry(tls, expiry);
         log.info({ [F.reason]: why }, 'serving certificate replaced');
       }
-      tlsError = '';
     } catch (err) {
-      tlsError = `refreshing the certificate failed: ${String(err)}`;
+      // Still ready: the certificate served is as good as before, and a cause every replica
+      // shares (an API outage, an RBAC change) must not leave the Service with none ready.
+      // The next check retries; a certificate that nears its end raises its own alert.
       log.warn({ [F.err]: String(err), [F.reason]: why }, 'refreshing the serving certificate failed; still serving the current one');
     }
   };
@@ -84,11 +89,9 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
     w.on('all', () => void reload('certificate files changed'));
     watcher = w;
   }
-  // Files: also re-read each minute (a Secret volume swaps a symlink, which a watch on the
-  // old target may not see). Self-managed: renew what is due, hourly.
-  timer = setInterval(() => void reload('periodic check'), cfg.certFile ? 60_000 : 3_600_000);
+  timer = setInterval(() => void reload('periodic check'), checkMs);
   timer.unref();
-  const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry, ready: () => (tlsError ? [tlsError] : []) });
+  const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry, ready: () => notServable(validity, Date.now()) });
   const port = (server.server.address() as { port: number }).port;
   const healthPort = (health.address() as { port: number }).port;
   log.info({ port, healthPort, selfManaged: !cfg.certFile }, 'webhook serving');
@@ -132,11 +135,23 @@ async function readTlsFiles(certFile: string, keyFile: string): Promise<TlsMater
   return { cert, key };
 }
 
-function setExpiry(tls: TlsMaterial, g: Gauge): void {
+/** Sets the expiry gauge; returns when the certificate is valid (undefined if it cannot be read). */
+function setExpiry(tls: TlsMaterial, g: Gauge): { from: number; to: number } | undefined {
   try {
     const { X509Certificate } = process.getBuiltinModule('node:crypto');
-    g.set(Date.parse(new X509Certificate(tls.cert).validTo) / 1000);
+    const cert = new X509Certificate(tls.cert);
+    const validity = { from: Date.parse(cert.validFrom), to: Date.parse(cert.validTo) };
+    g.set(validity.to / 1000);
+    return validity;
   } catch {
-    // not a certificate we can read; the TLS handshake will say so
+    return undefined; // not a certificate we can read; the TLS handshake will say so
   }
+}
+
+/** Why the API server would refuse the certificate served now (readiness), or nothing. */
+export function notServable(validity: { from: number; to: number } | undefined, now: number): string[] {
+  if (!validity) return ['no readable serving certificate'];
+  if (now < validity.from) return [`the serving certificate is not valid before ${new Date(validity.from).toISOString()}`];
+  if (now >= validity.to) return [`the serving certificate expired at ${new Date(validity.to).toISOString()}`];
+  return [];
 }

@@ -1,7 +1,9 @@
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
+import { generateKeyPairSync } from 'node:crypto';
 import { CERT_LIFETIME_MS, CERT_RENEW_MS, CA_LIFETIME_MS, CA_RENEW_MS, due, ensureServingTls, syncCaBundle } from '../../../agent/webhook/certs.ts';
+import { notServable } from '../../../agent/webhook/command.ts';
 
 /** An API server holding one Secret and one webhook configuration, with resourceVersions and conflicts. */
 function fakeApi(opts: { raceOnce?: boolean } = {}) {
@@ -76,7 +78,8 @@ describe('self-managed TLS', () => {
     const now = Date.now();
     const a = await ensureServingTls(f.api, { ...OPTS, now: () => now });
     const later = now + CERT_LIFETIME_MS - CERT_RENEW_MS + 86_400_000;
-    expect(due({ 'tls.crt': a.cert, 'tls.key': a.key, 'ca.crt': a.caBundle, 'ca.key': 'k' }, OPTS, later)).toEqual({ ca: false, cert: true });
+    const caKey = Buffer.from(f.secret()!.data['ca.key']!, 'base64').toString();
+    expect(due({ 'tls.crt': a.cert, 'tls.key': a.key, 'ca.crt': a.caBundle, 'ca.key': caKey }, OPTS, later)).toEqual({ ca: false, cert: true });
     const b = await ensureServingTls(f.api, { ...OPTS, now: () => later });
     expect(b.cert).not.toBe(a.cert);
     expect(b.caBundle).toBe(a.caBundle);
@@ -104,5 +107,96 @@ describe('self-managed TLS', () => {
 
   it('makes everything again when the Secret holds garbage', async () => {
     expect(due({ 'tls.crt': 'x', 'ca.crt': 'y', 'ca.key': 'z' }, OPTS, Date.now())).toEqual({ ca: true, cert: true });
+  });
+});
+
+/** The Secret's data, decoded. */
+const data = (f: ReturnType<typeof fakeApi>) => Object.fromEntries(Object.entries(f.secret()!.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
+const otherKey = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+describe('self-managed TLS with a Secret that went wrong', () => {
+  it.each<[string, (d: Record<string, string>) => Record<string, string>, { ca: boolean; cert: boolean }]>([
+    ['a tls.key that is not the certificate\'s (every replica would fail to serve it)', (d) => ({ ...d, 'tls.key': otherKey() }), { ca: false, cert: true }],
+    ['a tls.key that does not parse', (d) => ({ ...d, 'tls.key': 'garbage' }), { ca: false, cert: true }],
+    ['a ca.key that is not the CA\'s (it would sign certificates nobody trusts)', (d) => ({ ...d, 'ca.key': otherKey() }), { ca: true, cert: true }],
+    ['a ca.key that does not parse', (d) => ({ ...d, 'ca.key': 'garbage' }), { ca: true, cert: true }],
+    ['the pair as written', (d) => d, { ca: false, cert: false }],
+  ])('judges %s', async (_what, edit, verdict) => {
+    const f = fakeApi();
+    await ensureServingTls(f.api, OPTS);
+    expect(due(edit(data(f)), OPTS, Date.now())).toEqual(verdict);
+  });
+
+  it('repairs a Secret whose keys are not its certificates\' into a pair that serves and is trusted, keeping the old CA in the bundle', async () => {
+    const f = fakeApi();
+    const a = await ensureServingTls(f.api, OPTS);
+    const broken = { ...data(f), 'tls.key': otherKey(), 'ca.key': otherKey() };
+    f.secret()!.data = Object.fromEntries(Object.entries(broken).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
+    const b = await ensureServingTls(f.api, OPTS);
+    const cert = new X509Certificate(b.cert);
+    const bundle = b.caBundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!;
+    expect(cert.checkPrivateKey((await import('node:crypto')).createPrivateKey(b.key))).toBe(true);
+    expect(cert.verify(new X509Certificate(bundle[0]!).publicKey)).toBe(true);
+    expect(bundle[1]!.trim()).toBe(a.caBundle.trim()); // the other replica's certificate is still trusted
+  });
+
+  it('does not renew a certificate with an IPv6 name on every check (Node prints it uncompressed)', async () => {
+    const f = fakeApi();
+    const opts = { ...OPTS, ipAddresses: ['::1', 'FD00::5'] };
+    const a = await ensureServingTls(f.api, opts);
+    expect(new X509Certificate(a.cert).subjectAltName).toContain('IP Address:0:0:0:0:0:0:0:1');
+    expect(due(data(f), opts, Date.now())).toEqual({ ca: false, cert: false });
+    expect(await ensureServingTls(f.api, opts)).toEqual(a);
+  });
+
+  it('renews a pair that is not valid yet (written by a replica whose clock runs fast)', async () => {
+    const f = fakeApi();
+    const now = Date.now();
+    await ensureServingTls(f.api, { ...OPTS, now: () => now + 3 * 3_600_000 });
+    expect(due(data(f), OPTS, now)).toEqual({ ca: true, cert: true });
+  });
+
+  it('keeps the type of a Secret made by hand (a Secret\'s type cannot change)', async () => {
+    const f = fakeApi();
+    await ensureServingTls(f.api, OPTS);
+    const puts: unknown[] = [];
+    const api: ApiClient = { ...f.api, json: <T>(m: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown) => {
+      if (m === 'GET' && !path.includes('mutating')) return f.api.json<{ data: Record<string, string> }>(m, path).then((s) => ({ ...s, type: 'Opaque', data: { ...s.data, 'tls.key': '' } }) as T);
+      if (m === 'PUT') puts.push(body);
+      return f.api.json<T>(m, path, body);
+    } };
+    await ensureServingTls(api, OPTS);
+    expect(puts).toMatchObject([{ type: 'Opaque' }]);
+  });
+
+  it('patches the caBundle again when another replica patched between its read and its patch', async () => {
+    const f = fakeApi();
+    const t = await ensureServingTls(f.api, OPTS);
+    let raced = false;
+    const api: ApiClient = { ...f.api, json: async <T>(m: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, ct?: string) => {
+      const got = await f.api.json<T>(m, path, body, ct);
+      if (m === 'GET' && path.includes('mutating') && !raced) { // the other replica's patch lands now
+        raced = true;
+        await f.api.json('PATCH', path, [{ op: 'test', path: '/metadata/resourceVersion', value: f.cfg().metadata.resourceVersion },
+          { op: 'add', path: '/webhooks/0/clientConfig/caBundle', value: 'b3RoZXI=' }], 'application/json-patch+json');
+      }
+      return got;
+    } };
+    expect(await syncCaBundle(api, 'ownerrefs.dev', t.caBundle)).toBe(2);
+    expect(f.cfg().webhooks.map((w) => Buffer.from(w.clientConfig.caBundle!, 'base64').toString())).toEqual([t.caBundle, t.caBundle]);
+  });
+});
+
+describe('webhook readiness (notServable)', () => {
+  const validity = { from: 1_000, to: 2_000 };
+  it.each<[string, { from: number; to: number } | undefined, number, RegExp | undefined]>([
+    ['ready while the certificate served is valid, whatever the last refresh did', validity, 1_500, undefined],
+    ['not ready before it is valid', validity, 500, /not valid before/],
+    ['not ready once it expired', validity, 2_000, /expired at/],
+    ['not ready without a readable certificate', undefined, 1_500, /no readable serving certificate/],
+  ])('%s', (_what, v, now, why) => {
+    const got = notServable(v, now);
+    if (why) expect(got).toEqual([expect.stringMatching(why)]);
+    else expect(got).toEqual([]);
   });
 });
