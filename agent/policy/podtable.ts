@@ -120,10 +120,13 @@ export class PodTable {
     return t;
   }
 
-  /** Keep the on-disk UID index right when a pod's accepted directory changes. */
+  /** Keep the on-disk UID index right when a pod's accepted directory changes (or another pod let go of it). */
   setDisk(uid: string, t: Tracked, disk: string): void {
     const m = this.#own(t);
-    if (m.diskUid === disk) return;
+    if (m.diskUid === disk) {
+      if (!this.#byDisk.has(disk)) this.#byDisk.set(disk, uid);
+      return;
+    }
     if (this.#byDisk.get(m.diskUid) === uid) this.#byDisk.delete(m.diskUid);
     m.diskUid = disk;
     if (!this.#byDisk.has(disk)) this.#byDisk.set(disk, uid);
@@ -150,8 +153,9 @@ export class PodTable {
   /**
    * Makes `annotated` plus `published` the pod's volumes, watching new directories and
    * dropping the others. A new volume is checked on disk at its first sync (heals crashes).
+   * True when a volume was added.
    */
-  setVolumes(uid: string, t: Tracked, annotated: readonly ResolvedVolume[], published: readonly ResolvedVolume[]): void {
+  setVolumes(uid: string, t: Tracked, annotated: readonly ResolvedVolume[], published: readonly ResolvedVolume[]): boolean {
     const m = this.#own(t);
     const volumes = [...annotated, ...published];
     const keep = new Set(volumes.map((v) => dirOf(v.target)));
@@ -164,6 +168,7 @@ export class PodTable {
       m.left.delete(v.name);
       this.#metrics.volumesTracked.dec();
     }
+    let added = false;
     for (const v of volumes) {
       const dir = dirOf(v.target);
       if (this.#byDir.has(dir)) continue;
@@ -171,9 +176,11 @@ export class PodTable {
       m.verify.add(v.name);
       this.#dirs.watch(dir);
       this.#metrics.volumesTracked.inc();
+      added = true;
     }
     m.annotated = annotated;
     m.volumes = volumes;
+    return added;
   }
 
   /**

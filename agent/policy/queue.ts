@@ -66,6 +66,11 @@ export class WorkQueue {
     }, ms));
   }
 
+  /** True while the key waits out a retry's backoff delay. */
+  retrying(key: string): boolean {
+    return this.#delayed.has(key);
+  }
+
   /** The key succeeded or went away: reset its backoff and drop any pending retry. */
   forget(key: string): void {
     this.#backoffs.delete(key);

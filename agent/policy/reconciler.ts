@@ -131,8 +131,10 @@ export class Reconciler implements ReflectorHandler<PodView> {
     if (!uid) return;
     this.#first.supersede(uid);
     const affected = this.#claims.see(uid, pod.metadata?.annotations?.[ANNOTATION_MIRROR]);
-    this.#upsertOne(pod);
+    // The others first: a pod that claimed this one's directory before it arrived must let
+    // go of it (index, volumes) before this pod is tracked there.
     this.#revisit(affected);
+    this.#upsertOne(pod);
   }
 
   remove(pod: PodView): void {
@@ -181,11 +183,13 @@ export class Reconciler implements ReflectorHandler<PodView> {
     });
     this.#reportResolution(t, a.errors);
     this.#pods.setView(t, pod, a.tooLarge);
-    this.#pods.setVolumes(uid, t, a.volumes, refusal ? [] : this.#published.volumes(disk));
+    const added = this.#pods.setVolumes(uid, t, a.volumes, refusal ? [] : this.#published.volumes(disk));
     this.#published.arrived(disk);
     if (a.tooLarge) return;
-    this.#pods.setFiles(t, a.files, a.owners, this.#o.clock.now(), a.volumeFiles);
-    if (this.#pods.behind(t)) this.#queue.add(uid);
+    const changed = this.#pods.setFiles(t, a.files, a.owners, this.#o.clock.now(), a.volumeFiles);
+    // A pod waiting out a failure's backoff is not retried early by events that change
+    // nothing it would write (status updates): only new files or a new volume are news.
+    if (this.#pods.behind(t) && (changed || added || !this.#queue.retrying(uid))) this.#queue.add(uid);
   }
 
   /** Node labels changed. Re-render everything when the set of files changes. */
@@ -268,7 +272,10 @@ export class Reconciler implements ReflectorHandler<PodView> {
 
   async #process(uid: string): Promise<void> {
     const t = this.#pods.get(uid);
-    if (!t) return;
+    if (!t) {
+      this.#queue.forget(uid); // gone: no backoff to keep
+      return;
+    }
     if (this.#settings.paused) {
       this.#o.log.debug({ [F.pod]: podKey(t), [F.podUID]: uid }, 'paused: not writing');
       return;
@@ -290,6 +297,7 @@ export class Reconciler implements ReflectorHandler<PodView> {
           this.#o.log.debug({ [F.pod]: podKey(t), [F.volume]: v.name, [F.written]: r.written, [F.removed]: r.removed }, 'projected');
         }
       } catch (err) {
+        if (this.#pods.get(uid) !== t) return; // deleted meanwhile: nothing to report or retry
         const e = err as ProjectionError; // VolumeSync throws ProjectionErrors only
         // Not there yet (or torn down): the directory watch brings us back. Not misuse, so no
         // Event; but a volume that held our files vanishing under a tracked pod is worth a line.

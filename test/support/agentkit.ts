@@ -10,7 +10,8 @@ import type { EventSink, InvolvedObject } from '../../agent/kube/events.ts';
 import type { OwnerMetadataCache } from '../../agent/kube/ownermeta.ts';
 import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
 import { Reconciler } from '../../agent/policy/reconciler.ts';
-import { FsVolumeWriter, TEMP_PREFIX } from '../../agent/volume/writer.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeWriter } from '../../agent/volume/writer.ts';
+import type { Clock } from '../../agent/common/clock.ts';
 import { tmpDir } from './tmpdir.ts';
 
 export interface RecordedEvent {
@@ -44,14 +45,16 @@ afterEach(async () => {
 });
 
 /** `root`: an existing kubelet root (a restarted agent); default a fresh one. */
-export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDriver?: string; root?: string; owners?: Pick<OwnerMetadataCache, 'lookup'> } = {}) {
+export function agentKit(opts: { maxBytes?: number; events?: EventSink; csiDriver?: string; root?: string; owners?: Pick<OwnerMetadataCache, 'lookup'>;
+  writer?: VolumeWriter; clock?: Clock } = {}) {
   const root = opts.root ?? tmpDir('kubelet-');
   const events = new RecordingEvents();
   const { log, lines } = memoryLogger();
   const metrics = new AgentMetrics({ processMetrics: false });
   const reconciler = new Reconciler({
     kubeletRoot: root,
-    writer: new FsVolumeWriter(),
+    writer: opts.writer ?? new FsVolumeWriter(),
+    ...(opts.clock ? { clock: opts.clock } : {}),
     events: opts.events ?? events,
     log,
     metrics,

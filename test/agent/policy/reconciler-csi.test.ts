@@ -129,3 +129,29 @@ describe('Reconciler in CSI mode', () => {
     }
   });
 });
+
+describe('Reconciler with a pod that claims another\'s directory before that pod arrives', () => {
+  const VICTIM = '11111111-0000-4000-8000-00000000000a';
+  const ATTACKER = '11111111-0000-4000-8000-00000000000b';
+
+  it('tracks and publishes the real pod once it arrives: the claimant lets go of its directory first', async () => {
+    const k = agentKit({ csiDriver: DRIVER });
+    k.reconciler.upsert(pod({ uid: ATTACKER, name: 'attacker', owners: [owner({ name: 'evil' })], annotations: { 'kubernetes.io/config.mirror': VICTIM } }));
+    const victim = pod({ uid: VICTIM, name: 'victim', owners: [owner({ name: 'good' })], annotation: undefined, volumes: [csiVolume()] });
+    k.reconciler.upsert(victim);
+    expect(await k.reconciler.waitForPod(VICTIM, 100)).toBe(true);
+    const t = kubeletParent(k.root, VICTIM);
+    expect(await k.reconciler.publish(VICTIM, 'podinfo', t.target)).toBe(true);
+    expect(readFileSync(path.join(t.dir, FILES.ownerReferences), 'utf8')).toContain('"name":"good"');
+  });
+
+  it('writes the real pod\'s owners into its emptyDir, not the claimant\'s', async () => {
+    const k = agentKit();
+    const dir = makeVolume(k.root, VICTIM);
+    k.reconciler.upsert(pod({ uid: ATTACKER, name: 'attacker', owners: [owner({ name: 'evil' })], annotations: { 'kubernetes.io/config.mirror': VICTIM } }));
+    k.reconciler.upsert(pod({ uid: VICTIM, name: 'victim', owners: [owner({ name: 'good' })] }));
+    await k.reconciler.idle();
+    await waitFor(() => readFileSync(path.join(dir, FILES.ownerReferences), 'utf8').includes('"name":"good"'));
+    expect(readFileSync(path.join(dir, FILES.ownerReferences), 'utf8')).not.toContain('evil');
+  });
+});

@@ -4,7 +4,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
 import { FILES } from '../../../projections/index.ts';
+import { ProjectionError } from '../../../agent/common/errors.ts';
+import { FsVolumeWriter, type VolumeWriter } from '../../../agent/volume/writer.ts';
 import { agentKit } from '../../support/agentkit.ts';
+import { FakeClock } from '../../support/clock.ts';
 import { owner, pod } from '../../support/fixtures.ts';
 import { makeVolume } from '../../support/tmpdir.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
@@ -253,5 +256,63 @@ describe('Reconciler when the kubelet removes a volume', () => {
     expect(k.events.sent).toEqual([]);
     makeVolume(k.root, p.metadata!.uid!);
     await waitFor(() => existsSync(path.join(vol, FILES.ownerReferences)));
+  });
+});
+
+describe('Reconciler retries of a volume that keeps failing', () => {
+  /** A writer whose syncs fail as a read-only volume would, after `hold` (a write in flight), counting them. */
+  function failingWriter(hold: () => Promise<void> = async () => {}) {
+    const real = new FsVolumeWriter();
+    let syncs = 0;
+    const writer: VolumeWriter = {
+      sync: async () => {
+        syncs++;
+        await hold();
+        throw new ProjectionError('WriteFailed', 'EROFS: read-only file system');
+      },
+      clear: (t, n) => real.clear(t, n),
+      stampOf: (t, n) => real.stampOf(t, n),
+    };
+    return { writer, syncs: () => syncs };
+  }
+
+  it('waits out its backoff through events that change nothing it writes (status updates), and retries when it is due', async () => {
+    const clock = new FakeClock();
+    const w = failingWriter();
+    const k = agentKit({ writer: w.writer, clock });
+    const p = pod({ owners: [owner({ name: 'a' })] });
+    makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await k.reconciler.idle();
+    expect(w.syncs()).toBe(1);
+    for (let i = 0; i < 20; i++) {
+      k.reconciler.upsert({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata!.annotations, status: String(i) } } });
+      await k.reconciler.idle();
+    }
+    expect(w.syncs()).toBe(1);
+    clock.advance(1_000); // the first retry is due within 0.5 s
+    await waitFor(() => w.syncs() >= 2);
+    await k.reconciler.idle();
+    const before = w.syncs();
+    k.reconciler.upsert({ ...p, metadata: { ...p.metadata, ownerReferences: [owner({ name: 'b' })] } }); // new owners: worth a try now
+    await waitFor(() => w.syncs() > before);
+  });
+
+  it('neither reports nor retries a write that fails after its pod was deleted', async () => {
+    const clock = new FakeClock();
+    let release = () => {};
+    const w = failingWriter(() => new Promise<void>((r) => { release = r; }));
+    const k = agentKit({ writer: w.writer, clock });
+    const p = pod({ owners: [owner({ name: 'a' })] });
+    makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    await waitFor(() => w.syncs() === 1); // in flight
+    k.reconciler.remove(p);
+    release();
+    await k.reconciler.idle();
+    clock.advance(120_000);
+    await k.reconciler.idle();
+    expect(w.syncs()).toBe(1);
+    expect(k.events.sent.filter((e) => e.obj.uid === p.metadata!.uid)).toEqual([]);
   });
 });
