@@ -30,7 +30,7 @@ function counted(ops: FsOps, count: { calls: number }): FsOps {
   });
   return {
     open: async (p, flags, mode) => (count.calls++, file(await ops.open(p, flags, mode))),
-    lstat: wrap(ops.lstat), unlink: wrap(ops.unlink), rename: wrap(ops.rename), mkdir: wrap(ops.mkdir), rmdir: wrap(ops.rmdir),
+    lstat: wrap(ops.lstat), unlink: wrap(ops.unlink), rename: wrap(ops.rename), mkdir: wrap(ops.mkdir), rmdir: wrap(ops.rmdir), readdir: wrap(ops.readdir),
   };
 }
 

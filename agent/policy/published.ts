@@ -120,12 +120,14 @@ export class PublishedTargets {
 
   /** Stops updating `target`, then removes the files the agent wrote there and the directory. */
   async unpublish(diskUid: string, volume: string, target: VolumeTarget): Promise<string[]> {
-    // The item paths a volume of downwardAPI items holds, while the pod is still known; the
-    // writer's clear also empties directories it made, whatever the names.
+    // The item paths a volume of downwardAPI items holds, while the pod is still known. Once
+    // it is gone (deleted before the unpublish, or not listed since a restart) they are not:
+    // the writer then removes every file of ours in the target (its step 10a), or the
+    // kubelet's unpublish would fail on them forever.
     const t = this.#d.table.onDisk(diskUid)?.t;
     const names = [...new Set([...ALL_FILE_NAMES, ...(t ? filesFor(t, volume).map((f) => f.path) : [])])];
     this.#forget(diskUid, volume);
-    return (await this.#d.locks.run(dirOf(target), () => this.#d.writer.clear(target, names))).removed;
+    return (await this.#d.locks.run(dirOf(target), () => this.#d.writer.clear(target, names, { sweep: t === undefined }))).removed;
   }
 
   /** Shutting down: nobody should keep waiting. */

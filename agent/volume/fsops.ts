@@ -28,6 +28,8 @@ export interface FsOps {
   rename(from: string, to: string): Promise<void>;
   mkdir(path: string, mode: number): Promise<void>;
   rmdir(path: string): Promise<void>;
+  /** Entries of a directory, with their types (CSI unpublish of an unknown pod only: writer.ts step 10a). */
+  readdir(path: string): Promise<fs.Dirent[]>;
 }
 
 export const threadPoolOps: FsOps = {
@@ -49,6 +51,7 @@ export const threadPoolOps: FsOps = {
   rename: (a, b) => fsp.rename(a, b),
   mkdir: async (p, mode) => { await fsp.mkdir(p, mode); },
   rmdir: (p) => fsp.rmdir(p),
+  readdir: (p) => fsp.readdir(p, { withFileTypes: true }),
 };
 
 // async functions: a throw from a sync call becomes a rejection, as with fs/promises.
@@ -71,4 +74,5 @@ export const inlineOps: FsOps = {
   rename: async (a, b) => fs.renameSync(a, b),
   mkdir: async (p, mode) => { fs.mkdirSync(p, mode); },
   rmdir: async (p) => fs.rmdirSync(p),
+  readdir: async (p) => fs.readdirSync(p, { withFileTypes: true }),
 };

@@ -88,9 +88,15 @@
  *      other component, so a symlink planted there is still refused), and fchmod the
  *      opened directory to 0755 if we own it (mkdir is subject to the umask).
  *
- * Algorithm of clear(target, names) (CSI unpublish: remove only what the agent wrote):
+ * Algorithm of clear(target, names, { sweep }) (CSI unpublish: remove only what the agent wrote):
  *  10. Walk to the target as in step 1 (the target too is opened O_NOFOLLOW). ENOENT
  *      anywhere: already gone, nothing to do (unpublish is idempotent).
+ * 10a. With { sweep } (the pod is gone, so the names of its downwardAPI items are unknown):
+ *      list the target and, one component at a time, each directory in it (opened
+ *      O_DIRECTORY|O_NOFOLLOW from its parent's descriptor, at most MAX_DEPTH deep, at most
+ *      SWEEP_MAX_ENTRIES entries), and add to `names` every regular file the agent owns
+ *      (a temporary as the name it stands for). Only for CSI targets: the agent made the
+ *      directory and the pod mounts it read-only, so nothing listed there is the pod's.
  *  11. Unlink each temporary, and each of `names` that is a regular agent-owned file,
  *      as in step 8. Anything else is left where it is. Close the target.
  * 11a. For names with directories, rmdir each directory they imply, deepest first,
@@ -102,7 +108,7 @@
 
 import type { Stats } from 'node:fs';
 import type { ProjectedFile } from '../../projections/index.ts';
-import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
+import { MAX_DEPTH, RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
 import { errnoOf, ProjectionError } from '../common/errors.ts';
 import { absentAsNull, bySubdirectory, checkRelative, dirError, ioError, isSafeComponent, joinUnder, lstatOrNull, openDirectory, subdirectoriesDeepestFirst, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
 import { readOwn, readUmask, replaceFile, stamp } from './atomicfile.ts';
@@ -143,14 +149,16 @@ export interface SyncOptions {
 /** The seam the agent uses; tests may pass a fake. */
 export interface VolumeWriter {
   sync(target: VolumeTarget, files: readonly ProjectedFile[], remove?: readonly string[], opts?: SyncOptions): Promise<SyncResult>;
-  /** Steps 10-12: remove the agent's files among `names`, then the target directory itself. */
-  clear(target: VolumeTarget, names: readonly string[]): Promise<{ removed: string[] }>;
+  /** Steps 10-12: remove the agent's files among `names` (or, with sweep, all of them: 10a), then the target directory itself. */
+  clear(target: VolumeTarget, names: readonly string[], opts?: { sweep?: boolean }): Promise<{ removed: string[] }>;
   /** The stamp of `name` in the target (lstat, read-only), or undefined if absent. */
   stampOf(target: VolumeTarget, name: string): Promise<string | undefined>;
 }
 
 /** Fixed per file; reserved, so no downwardAPI item can be named like one (projections/downwardapi.ts). */
 export const TEMP_PREFIX = RESERVED_NAME_PREFIX;
+/** Step 10a lists at most this many entries (a volume's items are at most a few hundred). */
+const SWEEP_MAX_ENTRIES = 10_000;
 /** Step 3a reads no more than this: far above any chain the agent writes (at most 8 owners). */
 const KEEP_MAX_BYTES = 64 * 1024;
 
@@ -264,15 +272,17 @@ export class FsVolumeWriter implements VolumeWriter {
     }
   }
 
-  async clear(target: VolumeTarget, names: readonly string[]): Promise<{ removed: string[] }> {
+  async clear(target: VolumeTarget, given: readonly string[], opts: { sweep?: boolean } = {}): Promise<{ removed: string[] }> {
     const last = target.components.at(-1);
     if (!isSafeComponent(last ?? '')) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(last)}`);
-    for (const name of names) checkRelative(name, TEMP_PREFIX);
+    for (const name of given) checkRelative(name, TEMP_PREFIX);
     const removed: string[] = [];
     const ops = this.#opsFor(target);
     const dir = await openDirectory(ops, target).catch(absentAsNull); // step 10
     if (!dir) return { removed };
+    let names = given;
     try {
+      if (opts.sweep) names = [...new Set([...given, ...await this.#ownFiles(ops, dir)])]; // step 10a
       for (const [sub, group] of bySubdirectory(names.map((path) => ({ path })))) {
         const parent: FileOps | null = sub === '' ? dir : await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: sub.split('/') }).catch(absentAsNull);
         if (!parent) continue;
@@ -321,6 +331,33 @@ export class FsVolumeWriter implements VolumeWriter {
       await parent.close();
     }
     return { removed };
+  }
+
+  /** Step 10a: the paths of the regular files the agent owns in the tree below `top`. */
+  async #ownFiles(ops: FsOps, top: FileOps): Promise<string[]> {
+    const found: string[] = [];
+    let entries = 0;
+    const walk = async (dir: FileOps, prefix: string, depth: number): Promise<void> => {
+      for (const e of await ops.readdir(`/proc/self/fd/${dir.fd}`)) {
+        if (++entries > SWEEP_MAX_ENTRIES) return;
+        const name = e.name.startsWith(TEMP_PREFIX) ? e.name.slice(TEMP_PREFIX.length) : e.name;
+        if (!isSafeComponent(name)) continue;
+        if (e.isDirectory() && depth < MAX_DEPTH) {
+          const sub = await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: [e.name] }).catch(() => null);
+          if (!sub) continue; // swapped for something else meanwhile: step 12 reports what stays
+          try {
+            await walk(sub, `${prefix}${e.name}/`, depth + 1);
+          } finally {
+            await sub.close();
+          }
+        } else if (e.isFile()) {
+          const st = await lstatOrNull(ops, `/proc/self/fd/${dir.fd}/${e.name}`, e.name).catch(() => null);
+          if (st?.isFile() && st.uid === this.#uid) found.push(prefix + name);
+        }
+      }
+    };
+    await walk(top, '', 1);
+    return found;
   }
 
   async stampOf(target: VolumeTarget, name: string): Promise<string | undefined> {

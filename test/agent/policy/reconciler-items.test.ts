@@ -130,4 +130,12 @@ describe('a CSI volume of downwardAPI items', () => {
     expect(removed.sort()).toEqual(['cpu', 'meta/deep/name', 'meta/labels', 'ownerReferences']);
     expect(existsSync(items.dir)).toBe(false);
   });
+
+  it('unpublish removes them all too when the pod is already gone (deleted first, or not listed since a restart): the kubelet would retry it forever', async () => {
+    const { k, uid, items, p } = await publishedItems();
+    k.reconciler.remove(p);
+    const removed = await k.reconciler.unpublish(uid, 'podinfo', items.target);
+    expect(removed.sort()).toEqual(['cpu', 'meta/deep/name', 'meta/labels', 'ownerReferences']);
+    expect(existsSync(items.dir)).toBe(false);
+  });
 });

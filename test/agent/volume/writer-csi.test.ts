@@ -97,6 +97,31 @@ describe('FsVolumeWriter, CSI steps', () => {
     expect(snapshot(outside)).toEqual(outsideBefore);
   });
 
+  it('clear with sweep removes every file of ours, nested ones and temporaries included, when the names are not known', async () => {
+    const { parent, target, dir } = setup();
+    await writer.sync(target, [...files(), { path: 'meta/deep/name', bytes: Buffer.from('x'), mode: 0o644 }, { path: 'labels', bytes: Buffer.from('y'), mode: 0o644 }], [], { createTarget: true });
+    writeFileSync(path.join(dir, 'meta', TEMP_PREFIX + 'half'), 'half');
+    const r = await writer.clear(target, ALL_FILE_NAMES, { sweep: true });
+    expect(r.removed.sort()).toEqual([...ALL_FILE_NAMES, 'labels', 'meta/deep/name'].sort());
+    expect(readdirSync(parent)).toEqual([]);
+  });
+
+  it.each([
+    { what: 'a file owned by someone else', plant: (dir: string) => { writeFileSync(path.join(dir, 'meta', 'theirs'), 'x'); chownSync(path.join(dir, 'meta', 'theirs'), 4242, 4242); }, left: 'meta/theirs' },
+    { what: 'a symlink to a directory outside', plant: (dir: string, outside: string) => symlinkSync(outside, path.join(dir, 'meta', 'link')), left: 'meta/link' },
+    { what: 'a symlink to a file outside', plant: (dir: string, outside: string) => symlinkSync(path.join(outside, 'secret'), path.join(dir, 'meta', 'file-link')), left: 'meta/file-link' },
+  ])('clear with sweep leaves $what (and everything through it), and reports NameTaken', async ({ plant, left }) => {
+    const { target, dir, outside } = setup();
+    await writer.sync(target, [...files(), { path: 'meta/name', bytes: Buffer.from('x'), mode: 0o644 }], [], { createTarget: true });
+    plant(dir, outside);
+    const outsideBefore = snapshot(outside);
+    const err = await failure(writer.clear(target, ALL_FILE_NAMES, { sweep: true }));
+    expect(err.reason).toBe('NameTaken');
+    expect(readdirSync(dir)).toEqual(['meta']);
+    expect(readdirSync(path.join(dir, 'meta'))).toEqual([left.split('/')[1]]);
+    expect(snapshot(outside)).toEqual(outsideBefore);
+  });
+
   it('clear refuses a symlink at the target and removes nothing through it', async () => {
     const { dir, outside, target } = setup();
     for (const n of ALL_FILE_NAMES) writeFileSync(path.join(outside, n), 'host');
