@@ -34,6 +34,9 @@ import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from '../volume/re
 import { CONCURRENCY, FIRST_STATE_SLICE, MAX_BYTES } from '../common/defaults.ts';
 import { SelfHeal } from './selfheal.ts';
 import { Slices } from './slices.ts';
+
+/** Deleted pods remembered, so that a late view of one is not tracked again (a few KiB). */
+const DELETED_REMEMBERED = 4_096;
 import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
 
 export interface ReconcilerOptions {
@@ -60,6 +63,8 @@ export class Reconciler implements ReflectorHandler<PodView> {
   readonly #o: ReconcilerOptions & { clock: Clock; maxBytes: number };
   readonly #pods: PodTable;
   readonly #queue: WorkQueue;
+  /** UIDs of pods deleted lately, oldest first (at most DELETED_REMEMBERED). */
+  readonly #deleted = new Set<string>();
   readonly #dirs: DirWatcher;
   readonly #heal: SelfHeal;
   readonly #reporter: FailureReporter;
@@ -128,7 +133,7 @@ export class Reconciler implements ReflectorHandler<PodView> {
 
   upsert(pod: PodView): void {
     const uid = pod.metadata?.uid;
-    if (!uid) return;
+    if (!uid || this.#deleted.has(uid)) return; // a late view of a deleted pod (a CSI GET that lost the race to the DELETED event)
     this.#first.supersede(uid);
     const affected = this.#claims.see(uid, pod.metadata?.annotations?.[ANNOTATION_MIRROR]);
     // The others first: a pod that claimed this one's directory before it arrived must let
@@ -144,6 +149,9 @@ export class Reconciler implements ReflectorHandler<PodView> {
   }
 
   #gone(uid: string): void {
+    // UIDs are never reused: a deleted pod does not come back, so later views of it are stale.
+    this.#deleted.add(uid);
+    if (this.#deleted.size > DELETED_REMEMBERED) this.#deleted.delete(this.#deleted.values().next().value!);
     const affected = this.#claims.forget(uid);
     this.#untrack(uid);
     this.#reporter.forget(uid); // only now: forgetting on opt-out would let toggling reset the log limit

@@ -130,6 +130,19 @@ describe('Reconciler in CSI mode', () => {
   });
 });
 
+describe('Reconciler with a late view of a deleted pod', () => {
+  it('does not track again a pod the watch deleted, when a late view of it arrives (a CSI GET that lost the race)', async () => {
+    const k = agentKit({ csiDriver: DRIVER });
+    const p = pod({ annotation: undefined, volumes: [csiVolume()] });
+    k.reconciler.upsert(p);
+    expect(await tracked(k)).toBe(1);
+    k.reconciler.remove(p);
+    k.reconciler.upsert(p);
+    expect(await tracked(k)).toBe(0);
+    expect(await k.reconciler.waitForPod(p.metadata!.uid!, 10)).toBe(false);
+  });
+});
+
 describe('Reconciler with a pod that claims another\'s directory before that pod arrives', () => {
   const VICTIM = '11111111-0000-4000-8000-00000000000a';
   const ATTACKER = '11111111-0000-4000-8000-00000000000b';
