@@ -35,37 +35,31 @@ describe('ownerrefs-agent run', () => {
   });
 });
 
+/** `run` against a cluster that never answers, its stdout until a line holding `msg`, then stopped. */
+async function runUntil(msg: string): Promise<string[]> {
+  const { dir, kubeconfig } = unreachableCluster();
+  const child = spawn(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), 'run', '--node-name=n1', `--kubeconfig=${kubeconfig}`,
+    `--kubelet-root=${dir}`, '--health-addr=127.0.0.1:0', '--registration-dir='], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (out.includes(`"msg":"${msg}"`)) resolve();
+  }));
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.on('exit', resolve));
+  return out.trim().split('\n');
+}
+
 describe('ownerrefs-agent run logs', () => {
   it('names the node once per line (a repeated JSON key is read differently by each log pipeline)', async () => {
-    const { dir, kubeconfig } = unreachableCluster();
-    const child = spawn(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), 'run', '--node-name=n1', `--kubeconfig=${kubeconfig}`,
-      `--kubelet-root=${dir}`, '--health-addr=127.0.0.1:0', '--registration-dir='], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('"msg":"agent started"')) resolve();
-    }));
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.on('exit', resolve));
-    const lines = out.trim().split('\n');
+    const lines = await runUntil('agent started');
     expect(lines.find((l) => l.includes('"msg":"agent started"'))).toMatch(/"node":"n1"/);
     for (const l of lines) expect(l.match(/"node":/g) ?? []).toHaveLength(1);
   });
-});
 
-describe('ownerrefs-agent run retrying', () => {
   it('logs an unreachable API server as its message and errno, without a stack on every retry', async () => {
-    const { dir, kubeconfig } = unreachableCluster();
-    const child = spawn(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), 'run', '--node-name=n1', `--kubeconfig=${kubeconfig}`,
-      `--kubelet-root=${dir}`, '--health-addr=127.0.0.1:0', '--registration-dir='], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('"msg":"watch failed; retrying"')) resolve();
-    }));
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.on('exit', resolve));
-    const line = JSON.parse(out.split('\n').find((l) => l.includes('"msg":"watch failed; retrying"'))!) as { err: Record<string, unknown> };
+    const lines = await runUntil('watch failed; retrying');
+    const line = JSON.parse(lines.find((l) => l.includes('"msg":"watch failed; retrying"'))!) as { err: Record<string, unknown> };
     expect(line.err).toEqual({ type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ECONNREFUSED' });
   });
 });
