@@ -35,7 +35,8 @@
  * the next sync removes it without listing a directory the pod can fill.
  *
  * The walk of step 1 (and 1a, 10, 12) and the errno-to-ProjectionError mapping live in
- * dirfd.ts; reading back one file (steps 3, 3a) and replacing it (steps 4-7a) in atomicfile.ts; every call goes through fsops.ts: on a memory-backed volume (tmpfs) the synchronous
+ * dirfd.ts; reading back one file (steps 3, 3a) and replacing it (steps 4-7a) in atomicfile.ts;
+ * clearing a CSI target (steps 10-12) in clear.ts; every call goes through fsops.ts: on a memory-backed volume (tmpfs) the synchronous
  * calls, which cannot block on a device and cost a fifth of the CPU; on a disk-backed one
  * fs/promises, so a hung disk stalls a pool thread, never the agent.
  *
@@ -108,10 +109,11 @@
 
 import type { Stats } from 'node:fs';
 import type { ProjectedFile } from '../../projections/index.ts';
-import { MAX_DEPTH, RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
-import { errnoOf, ProjectionError } from '../common/errors.ts';
-import { absentAsNull, bySubdirectory, checkRelative, dirError, ioError, isSafeComponent, joinUnder, lstatOrNull, openDirectory, subdirectoriesDeepestFirst, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
+import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
+import { ProjectionError } from '../common/errors.ts';
+import { bySubdirectory, checkRelative, isSafeComponent, joinUnder, lstatOrNull, openDirectory, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
 import { readOwn, readUmask, replaceFile, stamp } from './atomicfile.ts';
+import { clearTarget } from './clear.ts';
 import { inlineOps, threadPoolOps, type FileOps, type FsOps } from './fsops.ts';
 import { keptGroups } from './keeprules.ts';
 
@@ -157,8 +159,6 @@ export interface VolumeWriter {
 
 /** Fixed per file; reserved, so no downwardAPI item can be named like one (projections/downwardapi.ts). */
 export const TEMP_PREFIX = RESERVED_NAME_PREFIX;
-/** Step 10a lists at most this many entries (a volume's items are at most a few hundred). */
-const SWEEP_MAX_ENTRIES = 10_000;
 /** Step 3a reads no more than this: far above any chain the agent writes (at most 8 owners). */
 const KEEP_MAX_BYTES = 64 * 1024;
 
@@ -272,92 +272,8 @@ export class FsVolumeWriter implements VolumeWriter {
     }
   }
 
-  async clear(target: VolumeTarget, given: readonly string[], opts: { sweep?: boolean } = {}): Promise<{ removed: string[] }> {
-    const last = target.components.at(-1);
-    if (!isSafeComponent(last ?? '')) throw new ProjectionError('UnsafePath', `refusing name ${JSON.stringify(last)}`);
-    for (const name of given) checkRelative(name, TEMP_PREFIX);
-    const removed: string[] = [];
-    const ops = this.#opsFor(target);
-    const dir = await openDirectory(ops, target).catch(absentAsNull); // step 10
-    if (!dir) return { removed };
-    let names = given;
-    try {
-      if (opts.sweep) names = [...new Set([...given, ...await this.#ownFiles(ops, dir)])]; // step 10a
-      for (const [sub, group] of bySubdirectory(names.map((path) => ({ path })))) {
-        const parent: FileOps | null = sub === '' ? dir : await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: sub.split('/') }).catch(absentAsNull);
-        if (!parent) continue;
-        try {
-          for (const { path: name } of group) { // step 11
-            const base = name.slice(name.lastIndexOf('/') + 1);
-            const at = `/proc/self/fd/${parent.fd}/${base}`;
-            await unlinkIfPresent(ops, `/proc/self/fd/${parent.fd}/${TEMP_PREFIX}${base}`, name);
-            const st = await lstatOrNull(ops, at, name);
-            if (st?.isFile() && st.uid === this.#uid) {
-              await unlinkIfPresent(ops, at, name);
-              removed.push(name);
-            }
-          }
-        } finally {
-          if (parent !== dir) await parent.close();
-        }
-      }
-      // Step 11a: the item subdirectories, deepest first; one that is not empty stays (step 12 says so).
-      for (const sub of subdirectoriesDeepestFirst(names)) {
-        const i = sub.lastIndexOf('/');
-        const parent: FileOps | null = i < 0 ? dir : await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: sub.slice(0, i).split('/') }).catch(absentAsNull);
-        if (!parent) continue;
-        try {
-          await ops.rmdir(`/proc/self/fd/${parent.fd}/${sub.slice(i + 1)}`).catch((err: unknown) => {
-            if (!['ENOENT', 'ENOTEMPTY', 'EEXIST', 'ENOTDIR'].includes(errnoOf(err) ?? '')) throw ioError(err, sub, 'removing');
-          });
-        } finally {
-          if (parent !== dir) await parent.close();
-        }
-      }
-    } finally {
-      await dir.close();
-    }
-    const parent = await openDirectory(ops, { root: target.root, components: target.components.slice(0, -1) }).catch(absentAsNull);
-    if (!parent) return { removed };
-    try {
-      await ops.rmdir(`/proc/self/fd/${parent.fd}/${last}`); // step 12
-    } catch (err) {
-      const code = errnoOf(err);
-      if (code === 'ENOTEMPTY' || code === 'EEXIST') {
-        throw new ProjectionError('NameTaken', `${last} holds entries the agent did not write; they are left in place`, {}, err);
-      }
-      if (code !== 'ENOENT') throw code === 'ENOTDIR' ? dirError(err, last!) : ioError(err, last!, 'removing');
-    } finally {
-      await parent.close();
-    }
-    return { removed };
-  }
-
-  /** Step 10a: the paths of the regular files the agent owns in the tree below `top`. */
-  async #ownFiles(ops: FsOps, top: FileOps): Promise<string[]> {
-    const found: string[] = [];
-    let entries = 0;
-    const walk = async (dir: FileOps, prefix: string, depth: number): Promise<void> => {
-      for (const e of await ops.readdir(`/proc/self/fd/${dir.fd}`)) {
-        if (++entries > SWEEP_MAX_ENTRIES) return;
-        const name = e.name.startsWith(TEMP_PREFIX) ? e.name.slice(TEMP_PREFIX.length) : e.name;
-        if (!isSafeComponent(name)) continue;
-        if (e.isDirectory() && depth < MAX_DEPTH) {
-          const sub = await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: [e.name] }).catch(() => null);
-          if (!sub) continue; // swapped for something else meanwhile: step 12 reports what stays
-          try {
-            await walk(sub, `${prefix}${e.name}/`, depth + 1);
-          } finally {
-            await sub.close();
-          }
-        } else if (e.isFile()) {
-          const st = await lstatOrNull(ops, `/proc/self/fd/${dir.fd}/${e.name}`, e.name).catch(() => null);
-          if (st?.isFile() && st.uid === this.#uid) found.push(prefix + name);
-        }
-      }
-    };
-    await walk(top, '', 1);
-    return found;
+  clear(target: VolumeTarget, names: readonly string[], opts: { sweep?: boolean } = {}): Promise<{ removed: string[] }> {
+    return clearTarget(this.#opsFor(target), target, names, this.#uid, opts.sweep ?? false); // steps 10-12 (clear.ts)
   }
 
   async stampOf(target: VolumeTarget, name: string): Promise<string | undefined> {
