@@ -59,8 +59,12 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     concurrency: cfg.concurrency,
     ...(csiMod ? { csiDriver: csiMod.DRIVER_NAME } : {}),
     owners,
-    dirs: (on) => new VolumeDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error'),
-      (name) => name.startsWith(TEMP_PREFIX)),
+    dirs: (on) => {
+      const dirs = new VolumeDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error'),
+        (name) => name.startsWith(TEMP_PREFIX));
+      metrics.unwatchedVolumes = () => dirs.unwatched;
+      return dirs;
+    },
   });
   const nodeConfig = new NodeConfigSource({
     current: () => reconciler.settings,

@@ -60,6 +60,12 @@ export const EVENT_QUEUE = 1_000;
 export const EVENT_TRIES = 3;
 /** The first Event retry's delay (then doubled, jittered), unless the server's Retry-After asks for longer. */
 export const EVENT_RETRY_MS = 2_000;
+/**
+ * Repairs of one pod's volumes after its own changes to the agent's files (self-heal): a
+ * burst, then one per refill period. A pod that rewrites them in a loop gets its files back
+ * once a second, not once per inotify event.
+ */
+export const HEAL_LIMIT = { burst: 5, refillMs: 1_000 } as const;
 /** Log lines about one pod's failures: a burst, then one per refill period. */
 export const FAILURE_LOG_LIMIT = { burst: 3, refillMs: 60_000 } as const;
 

@@ -85,6 +85,16 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  /** What ownerrefs_volumes_unwatched reads at each scrape (agent.ts points it at the directory watcher). */
+  unwatchedVolumes: () => number = () => 0;
+
+  readonly volumesUnwatched: Gauge = new Gauge({
+    name: 'ownerrefs_volumes_unwatched',
+    help: 'Volumes without a directory watch (the node ran out of inotify watches): healed only by the periodic resync.',
+    registers: [this.registry],
+    collect: () => this.volumesUnwatched.set(this.unwatchedVolumes()),
+  });
+
   readonly lastSync = new Gauge({
     name: 'ownerrefs_last_sync_timestamp_seconds',
     help: 'Unix time of the last successful sync of any volume.',

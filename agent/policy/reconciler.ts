@@ -89,7 +89,7 @@ export class Reconciler implements ReflectorHandler<PodView> {
     const clock = this.#o.clock;
     this.#following = new OwnerFollowing(opts.owners);
     this.#queue = new WorkQueue({ concurrency: opts.concurrency ?? CONCURRENCY, process: (uid) => this.#process(uid), clock });
-    this.#heal = new SelfHeal({ table: () => this.#pods, queue: this.#queue, locks: this.#locks, writer: opts.writer });
+    this.#heal = new SelfHeal({ table: () => this.#pods, queue: this.#queue, locks: this.#locks, writer: opts.writer, clock });
     this.#dirs = opts.dirs(this.#heal);
     this.#pods = new PodTable({ dirs: this.#dirs, metrics: opts.metrics });
     this.#reporter = new FailureReporter({ log: opts.log, events: opts.events, metrics: opts.metrics, clock });

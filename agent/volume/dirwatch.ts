@@ -45,6 +45,7 @@ export class VolumeDirWatcher implements DirWatcher {
   readonly #on: DirWatchEvents;
   readonly #onError: (err: unknown) => void;
   readonly #ignoreName: (name: string) => boolean;
+  readonly #watchDir: typeof fsWatch;
   /** target -> the ancestor watched on its behalf while it is missing, or itself once it exists. */
   readonly #targets = new Map<string, string>();
   /** watched ancestor -> the pending targets below it (indexes events: no scan of all targets). */
@@ -53,17 +54,24 @@ export class VolumeDirWatcher implements DirWatcher {
   readonly #live = new Map<string, FsWatcher>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #pendingCheck: NodeJS.Timeout;
+  /** Targets with a #checkGone in flight: one at a time (an entry named like the volume would start one per event). */
+  readonly #checking = new Set<string>();
+  /** Existing targets whose inotify watch could not be set up (ENOSPC: the node's watches ran out), retried. */
+  readonly #unwatched = new Set<string>();
   #closed = false;
 
   /**
    * `root`: absolute; targets are below it and it always exists (the kubelet root).
    * `ignoreName`: entry names not worth an event (the writer's temporaries).
+   * `watchDir`: sets up an inotify watch (node:fs's watch; tests make it fail as a node out of watches does).
    */
-  constructor(root: string, on: DirWatchEvents, onError: (err: unknown) => void, ignoreName: (name: string) => boolean = () => false) {
+  constructor(root: string, on: DirWatchEvents, onError: (err: unknown) => void, ignoreName: (name: string) => boolean = () => false,
+    watchDir: typeof fsWatch = fsWatch) {
     this.#root = root;
     this.#on = on;
     this.#onError = onError;
     this.#ignoreName = ignoreName;
+    this.#watchDir = watchDir;
     this.#pending = watch([], { depth: 0, followSymlinks: false, ignoreInitial: true, atomic: false, persistent: false });
     this.#pending.on('all', (ev, p) => this.#ancestorEvent(ev, path.resolve(p)));
     this.#pending.on('error', onError);
@@ -132,6 +140,7 @@ export class VolumeDirWatcher implements DirWatcher {
     if (dir === target) {
       this.#live.get(target)?.close();
       this.#live.delete(target);
+      this.#unwatched.delete(target);
       return;
     }
     const users = this.#users.get(dir);
@@ -142,9 +151,14 @@ export class VolumeDirWatcher implements DirWatcher {
     }
   }
 
+  /** Targets whose changes go unseen (no inotify watch could be set up); the resync still covers them. */
+  get unwatched(): number {
+    return this.#unwatched.size;
+  }
+
   #watchLive(target: string): void {
     try {
-      const w = fsWatch(target, { persistent: false }, (_ev, name) => {
+      const w = this.#watchDir(target, { persistent: false }, (_ev, name) => {
         if (!name || this.#ignoreName(name)) return;
         // The directory itself going away is reported under its own name: check.
         if (name === path.basename(target)) void this.#checkGone(target);
@@ -152,17 +166,34 @@ export class VolumeDirWatcher implements DirWatcher {
       });
       w.on('error', () => void this.#checkGone(target));
       this.#live.set(target, w);
+      this.#unwatched.delete(target);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.#onError(err);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') {
+        // Out of inotify watches (shared with the kubelet and the runtime): said once per
+        // target, retried every PENDING_RECHECK_MS; meanwhile only the resync heals it.
+        if (!this.#unwatched.has(target)) this.#onError(err);
+        this.#unwatched.add(target);
+        this.#later(() => {
+          if (this.#targets.get(target) === target && !this.#live.has(target) && !this.#closed) this.#watchLive(target);
+        }, PENDING_RECHECK_MS);
+        return;
+      }
       this.#later(() => void this.#checkGone(target), 0);
     }
   }
 
   /** A live target that vanished (torn down by the kubelet) goes back to waiting for it. */
   async #checkGone(target: string): Promise<void> {
-    if (this.#targets.get(target) !== target) return;
-    const exists = await fs.lstat(target).then((st) => st.isDirectory(), () => false);
-    if (exists) return;
+    if (this.#targets.get(target) !== target || this.#checking.has(target)) return;
+    this.#checking.add(target);
+    let exists: boolean;
+    try {
+      exists = await fs.lstat(target).then((st) => st.isDirectory(), () => false);
+    } finally {
+      this.#checking.delete(target);
+    }
+    if (exists || this.#targets.get(target) !== target) return;
     this.#release(target, target);
     this.#targets.set(target, '');
     void this.#settle(target);

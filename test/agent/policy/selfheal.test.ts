@@ -6,6 +6,8 @@ import { SelfHeal } from '../../../agent/policy/selfheal.ts';
 import { DirLocks } from '../../../agent/volume/dirlocks.ts';
 import type { ResolvedVolume } from '../../../agent/volume/resolve.ts';
 import { FILES, project } from '../../../projections/index.ts';
+import { HEAL_LIMIT } from '../../../agent/common/defaults.ts';
+import { FakeClock } from '../../support/clock.ts';
 
 const vol: ResolvedVolume = { name: 'podinfo', target: { root: '/k/pods', components: ['disk-a', 'volumes', 'kubernetes.io~empty-dir', 'podinfo'] } };
 const dir = dirOf(vol.target);
@@ -16,7 +18,7 @@ const stamps = Object.fromEntries(files.map((f, i) => [f.path, `ino${i}:1:1`]));
  * One tracked pod whose volume was synced and left these stamps, its verification requests
  * consumed; the disk answers `onDisk` for each name.
  */
-function healing(onDisk: Record<string, string | null>) {
+function healing(onDisk: Record<string, string | null>, opts: { retrying?: boolean; clock?: FakeClock } = {}) {
   const table = new PodTable({
     dirs: { watch() {}, unwatch() {}, close: async () => {} },
     metrics: { podsTracked: { set() {} }, volumesTracked: { inc() {}, dec() {} } } as never,
@@ -27,14 +29,22 @@ function healing(onDisk: Record<string, string | null>) {
   table.synced(t, vol.name, t.fingerprint, files, stamps);
   table.takeVerify(t, vol.name);
   const queued: string[] = [];
+  const later: string[] = [];
+  const lstats = { n: 0 };
   const locks = new DirLocks();
   const heal = new SelfHeal({
-    table: () => table, queue: { add: (uid: string) => void queued.push(uid) }, locks,
-    writer: { stampOf: async (_target, name) => onDisk[name] ?? undefined },
+    table: () => table, locks, clock: opts.clock ?? new FakeClock(),
+    queue: { add: (uid: string) => void queued.push(uid), addAfter: (uid: string) => void later.push(uid), retrying: () => opts.retrying ?? false },
+    writer: { stampOf: async (_target, name) => { lstats.n++; return onDisk[name] ?? undefined; } },
   });
-  /** Settled: every stamp check has run under the directory's lock. */
-  const settled = () => locks.run(dir, async () => {});
-  return { heal, table, t, locks, queued, settled };
+  /** Settled: the checks noted events schedule have run, each under the directory's lock. */
+  const settled = async () => {
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setImmediate(r));
+      await locks.run(dir, async () => {});
+    }
+  };
+  return { heal, table, t, locks, queued, later, lstats, settled };
 }
 
 describe('SelfHeal', () => {
@@ -81,6 +91,38 @@ describe('SelfHeal', () => {
     fresh.heal.appeared(dir);
     await fresh.settled();
     expect(fresh.queued).toEqual(['a']);
+  });
+
+  it('notes a flood of events and returns: one check per directory at a time, however many events (a pod rewriting a file in a loop)', async () => {
+    const { heal, queued, lstats, settled } = healing({ [FILES.ownerReferences]: 'ino99:1:1' });
+    for (let i = 0; i < 10_000; i++) heal.changed(dir, FILES.ownerReferences);
+    expect(lstats.n).toBe(0); // nothing judged inside the watcher's event delivery
+    await settled();
+    expect(lstats.n).toBe(1);
+    expect(queued).toEqual(['a']);
+  });
+
+  it(`repairs a pod that keeps undoing the agent's files at most ${HEAL_LIMIT.burst} times at once, then once per ${HEAL_LIMIT.refillMs} ms`, async () => {
+    const clock = new FakeClock();
+    const { heal, queued, later, settled } = healing({ [FILES.ownerReferences]: 'ino99:1:1' }, { clock });
+    for (let i = 0; i < HEAL_LIMIT.burst + 3; i++) {
+      heal.changed(dir, FILES.ownerReferences);
+      await settled();
+    }
+    expect(queued).toHaveLength(HEAL_LIMIT.burst);
+    expect(later).toHaveLength(3); // put off to the next token, not dropped
+    clock.advance(HEAL_LIMIT.refillMs);
+    heal.changed(dir, FILES.ownerReferences);
+    await settled();
+    expect(queued).toHaveLength(HEAL_LIMIT.burst + 1);
+  });
+
+  it('leaves a pod waiting out a failure\'s backoff to its retry (marked for verification, not queued early)', async () => {
+    const { heal, t, queued, later, settled } = healing({ [FILES.env]: null }, { retrying: true });
+    heal.changed(dir, FILES.env);
+    await settled();
+    expect([queued, later]).toEqual([[], []]);
+    expect(t.verify.has(vol.name)).toBe(true);
   });
 
   it('on a resync, marks every tracked volume for verification and queues its pod', () => {

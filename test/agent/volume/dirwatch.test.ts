@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, watch as fsWatch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VolumeDirWatcher } from '../../../agent/volume/dirwatch.ts';
@@ -83,5 +83,27 @@ describe('VolumeDirWatcher', () => {
     writeFileSync(path.join(target, 'ownerReferences'), 'x');
     await new Promise((r) => setTimeout(r, 300));
     expect(seen.changed).toEqual([]);
+  });
+
+  it('retries a target whose watch could not be set up (the node out of inotify watches), said once, counted meanwhile', async () => {
+    const root = tmpDir();
+    const target = path.join(root, 'vol');
+    mkdirSync(target);
+    let refusals = 1;
+    const errors: unknown[] = [];
+    const changed: string[] = [];
+    const watchDir = ((...args: Parameters<typeof fsWatch>) => {
+      if (refusals-- > 0) throw Object.assign(new Error('ENOSPC: System limit for number of file watchers reached'), { code: 'ENOSPC' });
+      return fsWatch(...args);
+    }) as typeof fsWatch;
+    const w = new VolumeDirWatcher(root, { appeared: () => {}, changed: (_d, n) => changed.push(n) }, (err) => errors.push(err), () => false, watchDir);
+    open.push(w);
+    w.watch(target);
+    await waitFor(() => w.unwatched === 1);
+    expect(errors).toHaveLength(1);
+    await waitFor(() => w.unwatched === 0, { timeoutMs: 15_000 }); // retried after PENDING_RECHECK_MS
+    writeFileSync(path.join(target, 'x'), '');
+    await waitFor(() => changed.includes('x'));
+    expect(errors).toHaveLength(1);
   });
 });
