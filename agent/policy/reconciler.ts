@@ -310,7 +310,7 @@ export class Reconciler implements ReflectorHandler<PodView> {
         // Not there yet (or torn down): the directory watch brings us back. Not misuse, so no
         // Event; but a volume that held our files vanishing under a tracked pod is worth a line.
         if (e.reason === 'VolumeNotFound') {
-          if (hadFiles) this.#o.log.info({ [F.pod]: podKey(t), [F.podUID]: uid, [F.volume]: v.name }, 'volume gone while the pod is tracked (the kubelet tore it down); waiting for it to come back');
+          if (hadFiles) this.#o.log.info({ [F.pod]: podKey(t), [F.podUID]: uid, [F.volume]: v.name }, 'volume or file gone while the pod is tracked (the kubelet tore the volume down, or the pod removed the file); writing again when it is back');
           continue;
         }
         failed = true;

@@ -92,11 +92,13 @@ export async function replaceFile(ops: FsOps, tmp: string, final: string, f: Pro
     throw ioError(err, f.path, 'writing');
   }
   const now = await lstatOrNull(ops, final, f.path); // step 7a
-  // Gone: the kubelet tore the volume down meanwhile (not the pod's doing).
-  if (!now) throw new ProjectionError('VolumeNotFound', `${f.path} vanished right after it was written: the volume is being torn down`, { file: f.path });
+  // Gone: the kubelet tore the volume down meanwhile, or a process in the pod removed it at
+  // once. Not reported on the pod (teardown is nobody's fault); the directory watch or the
+  // volume's return brings the agent back.
+  if (!now) throw new ProjectionError('VolumeNotFound', `${f.path} was gone right after it was written (the volume torn down, or the file removed in the pod)`, { file: f.path });
   if (!sameWrite(now, wrote)) {
-    throw new ProjectionError('NameTaken', `${f.path}: the temporary file was replaced by something else while it was written ` +
-      '(a process in the pod wrote into the volume); the file will be written again', { file: f.path });
+    throw new ProjectionError('NameTaken', `${f.path}: something else was at the name right after it was written ` +
+      '(a process in the pod replaced the file or its temporary); the file will be written again', { file: f.path });
   }
   return stamp(now);
 }

@@ -251,7 +251,7 @@ describe('Reconciler when the kubelet removes a volume', () => {
       k.reconciler.resyncAll();
       await k.reconciler.idle();
     }
-    const gone = k.lines.filter((l) => l.msg === 'volume gone while the pod is tracked (the kubelet tore it down); waiting for it to come back');
+    const gone = k.lines.filter((l) => l.msg === 'volume or file gone while the pod is tracked (the kubelet tore the volume down, or the pod removed the file); writing again when it is back');
     expect(gone).toEqual([expect.objectContaining({ level: 30, volume: 'podinfo', podUID: p.metadata!.uid })]);
     expect(k.events.sent).toEqual([]);
     makeVolume(k.root, p.metadata!.uid!);
