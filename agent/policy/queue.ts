@@ -46,7 +46,10 @@ export class WorkQueue {
     this.#pump();
   }
 
-  /** Add after the key's next backoff delay (grows per consecutive retry). Returns the delay. */
+  /**
+   * Add after the key's next backoff delay (grows per consecutive retry). Returns the delay.
+   * The backoff wins over a shorter delay already pending (a rate-limited repair).
+   */
   retry(key: string): number {
     let b = this.#backoffs.get(key);
     if (!b) {
@@ -54,8 +57,15 @@ export class WorkQueue {
       this.#backoffs.set(key, b);
     }
     const ms = b.next();
+    this.#cancelDelayed(key);
     this.addAfter(key, ms);
     return ms;
+  }
+
+  /** Add unless the key is being processed (that run covers it) or waits out a retry's delay. */
+  addIfIdle(key: string): void {
+    if (this.#active.has(key) || this.#delayed.has(key)) return;
+    this.add(key);
   }
 
   addAfter(key: string, ms: number): void {
@@ -109,7 +119,8 @@ export class WorkQueue {
         .finally(() => {
           this.#running--;
           this.#active.delete(key);
-          if (this.#dirty.delete(key)) this.add(key);
+          // Added while it ran, but a failure since set a retry: the backoff stands.
+          if (this.#dirty.delete(key) && !this.#delayed.has(key)) this.add(key);
           // Next key on a later turn of the event loop: writes to tmpfs run inline (fsops.ts),
           // and a burst must not starve the health server or the watch streams.
           setImmediate(() => this.#pump());

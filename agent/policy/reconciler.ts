@@ -195,9 +195,11 @@ export class Reconciler implements ReflectorHandler<PodView> {
     this.#published.arrived(disk);
     if (a.tooLarge) return;
     const changed = this.#pods.setFiles(t, a.files, a.owners, this.#o.clock.now(), a.volumeFiles);
-    // A pod waiting out a failure's backoff is not retried early by events that change
-    // nothing it would write (status updates): only new files or a new volume are news.
-    if (this.#pods.behind(t) && (changed || added || !this.#queue.retrying(uid))) this.#queue.add(uid);
+    // A pod waiting out a failure's backoff, or being synced now, is not run again by events
+    // that change nothing it would write (status updates): only new files or a new volume are news.
+    if (!this.#pods.behind(t)) return;
+    if (changed || added) this.#queue.add(uid);
+    else this.#queue.addIfIdle(uid);
   }
 
   /** Node labels changed. Re-render everything when the set of files changes. */

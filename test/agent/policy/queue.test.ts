@@ -1,8 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { WorkQueue } from '../../../agent/policy/queue.ts';
 import { KeyedRateLimiter } from '../../../agent/common/ratelimit.ts';
+import { FakeClock } from '../../support/clock.ts';
 
 describe('WorkQueue', () => {
+  it('lets a failure\'s backoff replace a shorter delay already pending, and addIfIdle wait for both', async () => {
+    const clock = new FakeClock();
+    const runs: string[] = [];
+    const q = new WorkQueue({ concurrency: 1, clock, retry: { initialMs: 10_000, maxMs: 60_000 }, process: async (k) => void runs.push(k) });
+    q.addAfter('a', 1_000); // a rate-limited repair
+    q.retry('a'); // then a failure: 5-10 s
+    q.addIfIdle('a'); // a status update: the retry covers it
+    clock.advance(1_000);
+    await q.idle();
+    expect(runs).toEqual([]);
+    clock.advance(10_000);
+    await q.idle();
+    expect(runs).toEqual(['a']);
+  });
+
+
   it('coalesces adds of a queued key and never runs one key twice at once', async () => {
     const runs: string[] = [];
     let active = 0;

@@ -298,6 +298,24 @@ describe('Reconciler retries of a volume that keeps failing', () => {
     await waitFor(() => w.syncs() > before);
   });
 
+  it('does not run a failing write again at once for a status update that arrives while it runs (the backoff stands)', async () => {
+    const clock = new FakeClock(); // never advanced: no backoff delay elapses
+    let release = () => {};
+    const w = failingWriter(() => new Promise<void>((r) => { release = r; }));
+    const k = agentKit({ writer: w.writer, clock });
+    const p = pod({ owners: [owner({ name: 'a' })] });
+    makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert(p);
+    for (let i = 0; i < 5; i++) {
+      await waitFor(() => w.syncs() >= 1);
+      k.reconciler.upsert({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata!.annotations, status: String(i) } } }); // during the write
+      release();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await k.reconciler.idle();
+    expect(w.syncs()).toBe(1);
+  });
+
   it('neither reports nor retries a write that fails after its pod was deleted', async () => {
     const clock = new FakeClock();
     let release = () => {};
