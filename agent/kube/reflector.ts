@@ -108,6 +108,9 @@ export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
  */
 export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
 
+/** A watch connected for less than this before it ended did not really watch (a proxy cutting streams). */
+const LASTED_MS = 1_000;
+
 /** A watch that ends before this share of its timeout was ended by the server, not timed out. */
 const EARLY_END = 0.9;
 
@@ -194,12 +197,15 @@ export class Reflector<T extends KubeObject> {
         await this.#watch(signal, reason);
         // A server that ends a watch well before its timeout is going away (a graceful
         // shutdown closes every watch at once): the next watch is paced like a retry.
-        const early = this.#connectedAt !== undefined && this.#o.clock.now() - this.#connectedAt < EARLY_END * this.#timeoutMs;
+        const lasted = this.#connectedAt === undefined ? 0 : this.#o.clock.now() - this.#connectedAt;
+        const early = this.#connectedAt !== undefined && lasted < EARLY_END * this.#timeoutMs;
         this.#ended();
         reason = early ? 'closed' : 'timeout';
         recovering = early;
-        // A watch that ends at once, repeatedly, must not become a request storm, and is down.
-        if (this.#o.clock.now() - started < 1_000) {
+        // A watch that ends within LASTED_MS of connecting, repeatedly, must not become a
+        // request storm, and is down (measured from the connection: the pacer's wait before
+        // it says nothing about the watch).
+        if (lasted < LASTED_MS) {
           recovering = true;
           this.#flapping = true;
           this.#downSince ??= started;
@@ -298,6 +304,7 @@ export class Reflector<T extends KubeObject> {
     signal.addEventListener('abort', onAbort, { once: true });
     let stalled = false;
     let cancelStall = () => {};
+    let cancelLasted = () => {};
     const armStall = () => {
       cancelStall();
       cancelStall = this.#o.clock.setTimer(() => {
@@ -310,9 +317,10 @@ export class Reflector<T extends KubeObject> {
       const res = await this.#o.client.stream(path, ac.signal);
       this.#connectedAt = this.#o.clock.now();
       // Up again once it watches: for a streamed first state, at its closing bookmark; after
-      // watches that ended at once, at its first event or once it has lasted.
+      // watches that ended at once, at its first event or once it has lasted LASTED_MS.
       if (this.#arriving) this.#arriving.answered = true;
       else if (!this.#flapping) this.#downSince = undefined;
+      else cancelLasted = this.#o.clock.setTimer(() => this.#up(), LASTED_MS);
       await readLines(res, MAX_EVENT_CHARS, armStall, (line) => this.#dispatch(JSON.parse(line) as WatchEvent), this.#o.resource);
       if (this.#arriving) throw new Unfinished(`the ${this.#o.resource} watch ended before its first state was complete`);
     } catch (err) {
@@ -321,6 +329,7 @@ export class Reflector<T extends KubeObject> {
       throw err;
     } finally {
       cancelStall();
+      cancelLasted();
       signal.removeEventListener('abort', onAbort);
       ac.abort();
     }
