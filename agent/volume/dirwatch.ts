@@ -54,8 +54,11 @@ export class VolumeDirWatcher implements DirWatcher {
   readonly #live = new Map<string, FsWatcher>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #pendingCheck: NodeJS.Timeout;
-  /** Targets with a #checkGone in flight: one at a time (an entry named like the volume would start one per event). */
-  readonly #checking = new Set<string>();
+  /**
+   * Targets with a #checkGone in flight: one at a time (an entry named like the volume would
+   * start one per event), and whether another was asked for meanwhile (it runs after).
+   */
+  readonly #checking = new Map<string, boolean>();
   /** Existing targets whose inotify watch could not be set up (ENOSPC: the node's watches ran out), retried. */
   readonly #unwatched = new Set<string>();
   #closed = false;
@@ -169,29 +172,39 @@ export class VolumeDirWatcher implements DirWatcher {
       this.#unwatched.delete(target);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') {
+      if (code === 'ENOSPC') {
         // Out of inotify watches (shared with the kubelet and the runtime): said once per
         // target, retried every PENDING_RECHECK_MS; meanwhile only the resync heals it.
         if (!this.#unwatched.has(target)) this.#onError(err);
         this.#unwatched.add(target);
         this.#later(() => {
-          if (this.#targets.get(target) === target && !this.#live.has(target) && !this.#closed) this.#watchLive(target);
+          if (this.#targets.get(target) !== target || this.#live.has(target) || this.#closed) return;
+          this.#watchLive(target);
+          // Watched at last: what changed while it was not is checked now, not at the resync.
+          if (this.#live.has(target)) this.#on.appeared(target);
         }, PENDING_RECHECK_MS);
         return;
       }
+      if (code !== 'ENOENT') this.#onError(err);
       this.#later(() => void this.#checkGone(target), 0);
     }
   }
 
   /** A live target that vanished (torn down by the kubelet) goes back to waiting for it. */
   async #checkGone(target: string): Promise<void> {
-    if (this.#targets.get(target) !== target || this.#checking.has(target)) return;
-    this.#checking.add(target);
+    if (this.#targets.get(target) !== target) return;
+    if (this.#checking.has(target)) {
+      this.#checking.set(target, true); // the one in flight may have looked before this event
+      return;
+    }
+    this.#checking.set(target, false);
     let exists: boolean;
     try {
       exists = await fs.lstat(target).then((st) => st.isDirectory(), () => false);
     } finally {
+      const again = this.#checking.get(target);
       this.#checking.delete(target);
+      if (again) void this.#checkGone(target);
     }
     if (exists || this.#targets.get(target) !== target) return;
     this.#release(target, target);

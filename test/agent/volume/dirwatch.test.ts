@@ -106,4 +106,40 @@ describe('VolumeDirWatcher', () => {
     await waitFor(() => changed.includes('x'));
     expect(errors).toHaveLength(1);
   });
+
+  it('checks again when the target goes while a check of it is in flight (a torn-down volume is never left for dead)', async () => {
+    const root = tmpDir();
+    const target = path.join(root, 'vol');
+    mkdirSync(target);
+    let deliver: ((ev: string, name: string) => void) | undefined;
+    // The watch's events are delivered by hand, so that two land while one check is in flight.
+    const watchDir = ((p: string, o: unknown, f: (ev: string, name: string) => void) => {
+      deliver = f;
+      return fsWatch(p, o as never, () => {});
+    }) as typeof fsWatch;
+    let appeared = 0;
+    const w = new VolumeDirWatcher(root, { appeared: () => { appeared++; }, changed: () => {} }, (err) => { throw err; }, () => false, watchDir);
+    open.push(w);
+    w.watch(target);
+    await waitFor(() => appeared === 1);
+    deliver!('rename', 'vol'); // a check starts: the directory is still there
+    rmSync(target, { recursive: true }); // torn down before that check answers
+    deliver!('rename', 'vol'); // its event arrives while the first check is in flight
+    await new Promise((r) => setTimeout(r, 200));
+    mkdirSync(target);
+    await waitFor(() => appeared === 2, { timeoutMs: 15_000 });
+  });
+
+  it('retries only a watch the node ran out of (ENOSPC); any other error is said and not counted', async () => {
+    const root = tmpDir();
+    const target = path.join(root, 'vol');
+    mkdirSync(target);
+    const errors: unknown[] = [];
+    const watchDir = (() => { throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' }); }) as unknown as typeof fsWatch;
+    const w = new VolumeDirWatcher(root, { appeared: () => {}, changed: () => {} }, (err) => errors.push(err), () => false, watchDir);
+    open.push(w);
+    w.watch(target);
+    await waitFor(() => errors.length === 1);
+    expect(w.unwatched).toBe(0);
+  });
 });
