@@ -94,7 +94,9 @@ export class ApiEventSink implements EventSink {
       const delay = Math.max(backoff, err instanceof ApiError ? err.retryAfterMs ?? 0 : 0);
       const cancel = this.#clock.setTimer(() => {
         this.#timers.delete(cancel);
-        if (this.#waiting.length < EVENT_QUEUE && !this.#closed) this.#enqueue(obj, reason, text, attempt + 1);
+        if (this.#closed) return;
+        if (this.#waiting.length < EVENT_QUEUE) this.#enqueue(obj, reason, text, attempt + 1);
+        else this.#log.warn({ [F.err]: err, [F.reason]: reason, attempts: attempt }, 'could not record event (too many waiting to retry)');
       }, delay);
       this.#timers.add(cancel);
     }));

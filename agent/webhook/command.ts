@@ -68,7 +68,11 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       if (s !== undefined) seconds.observe(s);
     },
   });
+  // One check at a time: an older check finishing after a newer one would serve the older pair.
+  let checking = false;
   const reload = async (why: string) => {
+    if (checking) return;
+    checking = true;
     try {
       const next = await refresh();
       if (next && (next.cert !== tls.cert || next.key !== tls.key)) {
@@ -82,6 +86,8 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       // shares (an API outage, an RBAC change) must not leave the Service with none ready.
       // The next check retries; a certificate that nears its end raises its own alert.
       log.warn({ [F.err]: String(err), [F.reason]: why }, 'refreshing the serving certificate failed; still serving the current one');
+    } finally {
+      checking = false;
     }
   };
   if (cfg.certFile) {
