@@ -80,7 +80,8 @@ async function ownFiles(ops: FsOps, top: FileOps, uid: number): Promise<string[]
   const found: string[] = [];
   let entries = 0;
   const walk = async (dir: FileOps, prefix: string, depth: number): Promise<void> => {
-    for (const e of await ops.readdir(`/proc/self/fd/${dir.fd}`)) {
+    const listed = await ops.readdir(`/proc/self/fd/${dir.fd}`).catch((err: unknown) => { throw ioError(err, prefix || '.', 'listing'); });
+    for (const e of listed) {
       if (++entries > SWEEP_MAX_ENTRIES) return;
       const name = e.name.startsWith(TEMP_PREFIX) ? e.name.slice(TEMP_PREFIX.length) : e.name;
       if (!isSafeComponent(name)) continue;
