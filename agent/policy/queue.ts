@@ -19,7 +19,10 @@ export class WorkQueue {
   readonly #active = new Set<string>();
   /** Keys added while active: run again when the current run ends. */
   readonly #dirty = new Set<string>();
-  readonly #delayed = new Map<string, () => void>();
+  /** Keys asked for with addIfIdle while active: run again only if that run set no retry. */
+  readonly #dirtySoft = new Set<string>();
+  /** Delayed adds, and whether retry() (a failure's backoff) set them rather than addAfter. */
+  readonly #delayed = new Map<string, { cancel: () => void; retry: boolean }>();
   readonly #backoffs = new Map<string, Backoff>();
   #running = 0;
   #stopped = false;
@@ -58,39 +61,54 @@ export class WorkQueue {
     }
     const ms = b.next();
     this.#cancelDelayed(key);
-    this.addAfter(key, ms);
+    this.#delay(key, ms, true);
     return ms;
   }
 
-  /** Add unless the key is being processed (that run covers it) or waits out a retry's delay. */
+  /**
+   * Add unless a delayed add is pending (it covers this). While the key runs, it runs again
+   * afterwards only if that run set no retry: news that changes nothing must not cut a
+   * failure's backoff short (add() is for news that should).
+   */
   addIfIdle(key: string): void {
-    if (this.#active.has(key) || this.#delayed.has(key)) return;
-    this.add(key);
-  }
-
-  addAfter(key: string, ms: number): void {
     if (this.#stopped || this.#delayed.has(key)) return;
-    this.#delayed.set(key, this.#o.clock.setTimer(() => {
-      this.#delayed.delete(key);
-      this.add(key);
-    }, ms));
+    if (this.#active.has(key)) this.#dirtySoft.add(key);
+    else this.add(key);
   }
 
-  /** True while the key waits out a retry's backoff delay. */
+  /** Add after `ms` (a rate-limited repair), unless a delayed add is pending already. */
+  addAfter(key: string, ms: number): void {
+    if (this.#delayed.has(key)) return;
+    this.#delay(key, ms, false);
+  }
+
+  /** True while a delayed add of the key is pending (a retry's backoff, or a rate-limited repair). */
   retrying(key: string): boolean {
     return this.#delayed.has(key);
   }
 
-  /** The key succeeded or went away: reset its backoff and drop any pending retry. */
+  /**
+   * The key succeeded or went away: reset its backoff and drop a pending retry. A delayed
+   * add from addAfter stays: it is for news since (a repair), which success does not cover.
+   */
   forget(key: string): void {
     this.#backoffs.delete(key);
-    this.#cancelDelayed(key);
+    if (this.#delayed.get(key)?.retry) this.#cancelDelayed(key);
+  }
+
+  #delay(key: string, ms: number, retry: boolean): void {
+    if (this.#stopped) return;
+    const cancel = this.#o.clock.setTimer(() => {
+      this.#delayed.delete(key);
+      this.add(key);
+    }, ms);
+    this.#delayed.set(key, { cancel, retry });
   }
 
   /** Stop taking work, cancel retries, and wait for in-flight work to finish. */
   async drain(): Promise<void> {
     this.#stopped = true;
-    for (const cancel of this.#delayed.values()) cancel();
+    for (const { cancel } of this.#delayed.values()) cancel();
     this.#delayed.clear();
     this.#pending.length = 0;
     this.#queued.clear();
@@ -104,7 +122,7 @@ export class WorkQueue {
   }
 
   #cancelDelayed(key: string): void {
-    this.#delayed.get(key)?.();
+    this.#delayed.get(key)?.cancel();
     this.#delayed.delete(key);
   }
 
@@ -119,8 +137,9 @@ export class WorkQueue {
         .finally(() => {
           this.#running--;
           this.#active.delete(key);
-          // Added while it ran, but a failure since set a retry: the backoff stands.
-          if (this.#dirty.delete(key) && !this.#delayed.has(key)) this.add(key);
+          // Asked for again while it ran: news runs now; a soft ask only if no retry was set.
+          const soft = this.#dirtySoft.delete(key);
+          if (this.#dirty.delete(key) || (soft && !this.#delayed.has(key))) this.add(key);
           // Next key on a later turn of the event loop: writes to tmpfs run inline (fsops.ts),
           // and a burst must not starve the health server or the watch streams.
           setImmediate(() => this.#pump());

@@ -31,7 +31,7 @@ export interface SelfHealOptions {
    * reports here, so it is built after this.
    */
   table: () => PodTable;
-  queue: Pick<WorkQueue, 'add' | 'addAfter' | 'retrying'>;
+  queue: Pick<WorkQueue, 'add' | 'addIfIdle' | 'addAfter' | 'retrying'>;
   /** The reconciler's: a stamp is judged after any sync of the same directory in flight. */
   locks: DirLocks;
   writer: Pick<VolumeWriter, 'stampOf'>;
@@ -119,6 +119,6 @@ export class SelfHeal implements DirWatchEvents {
     table.verify(at.t, at.volume);
     if (this.#o.queue.retrying(at.uid)) return;
     if (this.#repairs.take(at.uid) === null) this.#o.queue.addAfter(at.uid, this.#limit.refillMs);
-    else this.#o.queue.add(at.uid);
+    else this.#o.queue.addIfIdle(at.uid); // during a run: after it, unless it failed (its retry verifies)
   }
 }

@@ -4,6 +4,46 @@ import { KeyedRateLimiter } from '../../../agent/common/ratelimit.ts';
 import { FakeClock } from '../../support/clock.ts';
 
 describe('WorkQueue', () => {
+  it('keeps a repair delayed with addAfter when the key\'s run succeeds (forget cancels only a failure\'s retry)', async () => {
+    const clock = new FakeClock();
+    const runs: string[] = [];
+    let release = () => {};
+    const q = new WorkQueue({ concurrency: 1, clock, process: async (k) => {
+      runs.push(k);
+      if (runs.length === 1) await new Promise<void>((r) => { release = r; });
+      q.forget(k); // success
+    } });
+    q.add('a');
+    await new Promise((r) => setImmediate(r));
+    q.addAfter('a', 1_000); // a rate-limited repair asked for during the run
+    release();
+    await q.idle();
+    clock.advance(1_000);
+    await q.idle();
+    expect(runs).toEqual(['a', 'a']);
+  });
+
+  it('runs a key again after a failing run when add() came during it (news), but not after addIfIdle (no news)', async () => {
+    const clock = new FakeClock();
+    for (const [ask, want] of [['add', 2], ['addIfIdle', 1]] as const) {
+      let runs = 0;
+      let release = () => {};
+      const q = new WorkQueue({ concurrency: 1, clock, process: async (k) => {
+        runs++;
+        if (runs === 1) await new Promise<void>((r) => { release = r; });
+        q.retry(k); // failure
+      } });
+      q.add('a');
+      await new Promise((r) => setImmediate(r));
+      q[ask]('a');
+      release();
+      await q.idle();
+      await new Promise((r) => setTimeout(r, 20));
+      expect(runs, ask).toBe(want);
+      await q.drain();
+    }
+  });
+
   it('lets a failure\'s backoff replace a shorter delay already pending, and addIfIdle wait for both', async () => {
     const clock = new FakeClock();
     const runs: string[] = [];

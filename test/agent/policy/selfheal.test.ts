@@ -34,7 +34,7 @@ function healing(onDisk: Record<string, string | null>, opts: { retrying?: boole
   const locks = new DirLocks();
   const heal = new SelfHeal({
     table: () => table, locks, clock: opts.clock ?? new FakeClock(),
-    queue: { add: (uid: string) => void queued.push(uid), addAfter: (uid: string) => void later.push(uid), retrying: () => opts.retrying ?? false },
+    queue: { add: (uid: string) => void queued.push(uid), addIfIdle: (uid: string) => void queued.push(uid), addAfter: (uid: string) => void later.push(uid), retrying: () => opts.retrying ?? false },
     writer: { stampOf: async (_target, name) => { lstats.n++; return onDisk[name] ?? undefined; } },
   });
   /** Settled: the checks noted events schedule have run, each under the directory's lock. */
