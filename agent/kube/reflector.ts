@@ -208,12 +208,16 @@ export class Reflector<T extends KubeObject> {
         if (lasted < LASTED_MS) {
           recovering = true;
           this.#flapping = true;
-          this.#downSince ??= started;
+          this.#downSince ??= this.#o.clock.now() - lasted; // from its connection
           await this.#pause(new Error('watch ended immediately'), signal);
         } else {
           this.#up();
         }
       } catch (err) {
+        // Down from now if the watch was connected (it worked until now), else from this
+        // attempt's start. Not from `started` after a long healthy watch: that would count
+        // its healthy minutes as down, and fail /readyz at once.
+        const downFrom = this.#connectedAt !== undefined ? this.#o.clock.now() : started;
         this.#ended();
         counted = false;
         if (signal.aborted) break;
@@ -235,11 +239,11 @@ export class Reflector<T extends KubeObject> {
         if (err instanceof Gone) {
           this.#rv = undefined; // relist from a consistent read, then resume
           reason = 'expired';
-          this.#downSince ??= started; // down until the first state is read again
+          this.#downSince ??= downFrom; // down until the first state is read again
           continue;
         }
         reason = err instanceof Stalled ? 'stall' : 'error';
-        if (this.#downSince === undefined) this.#downSince = started;
+        this.#downSince ??= downFrom;
         await this.#pause(err, signal);
       }
     }

@@ -6,6 +6,7 @@ import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { RecoveryPacer } from '../../../agent/kube/pacer.ts';
 import { Reflector, type KubeObject, type RestartReason } from '../../../agent/kube/reflector.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
+import { FakeClock } from '../../support/clock.ts';
 
 type Obj = KubeObject & { v?: number };
 const obj = (name: string, rv: string): Obj => ({ metadata: { name, uid: name, resourceVersion: rv } });
@@ -47,6 +48,7 @@ interface StartOptions {
   timeoutSeconds?: [number, number];
   /** Default false here: the tests above the streamed-list block are about the watch loop. */
   streamLists?: boolean;
+  clock?: FakeClock;
 }
 
 function start(api: FakeApi, opts: StartOptions = {}) {
@@ -77,6 +79,7 @@ function start(api: FakeApi, opts: StartOptions = {}) {
     stallMs: opts.stallMs ?? 60_000,
     backoff: { initialMs: 10, maxMs: 80, resetAfterMs: opts.resetAfterMs ?? 60_000 },
     pacer: opts.pacer ?? new RecoveryPacer({ spacingMs: 0 }),
+    ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.timeoutSeconds ? { timeoutSeconds: opts.timeoutSeconds } : {}),
   });
   const ac = new AbortController();
@@ -316,6 +319,20 @@ describe('Reflector against a misbehaving server', () => {
     expect(r.downForMs()).toBeGreaterThan(0);
     await waitFor(() => r.downForMs() === 0, { timeoutMs: 5_000 }); // connected, silent, lasting
     expect(api.streams).toHaveLength(2);
+  });
+
+  it('counts a watch that fails after a long healthy stretch as down from the failure, not from when it connected', async () => {
+    const api = new FakeApi();
+    api.lists.push(list('100'));
+    const clock = new FakeClock();
+    const { r, seen } = start(api, { clock });
+    await waitFor(() => api.streams.length === 1);
+    clock.advance(30_000); // thirty healthy seconds, connected (the stall bound is 60 s)
+    api.streams[0]!.destroy(new Error('ECONNRESET'));
+    await waitFor(() => seen.backoffs.length === 1);
+    expect(r.downForMs()).toBe(0); // down from the failure, this instant: not 30 s already
+    clock.advance(5);
+    expect(r.downForMs()).toBe(5);
   });
 
   it('counts the watch as down from a 410 until the relist answers (a relist that hangs is not healthy)', async () => {
