@@ -3,7 +3,9 @@
 // never delays projection. At most EVENT_IN_FLIGHT are posted at once; the rest wait
 // in a queue, so every object gets its first Event however many fail at once (an
 // agent starting on a node with dozens of misconfigured pods). Only past EVENT_QUEUE
-// waiting Events, a flood no per-object limit stopped, is an Event dropped and counted.
+// waiting Events, a flood no per-object limit stopped, is an Event dropped and counted
+// (a retry that meets a full queue is dropped and logged). An Event the server refuses
+// for a moment is posted again, EVENT_TRIES times in all.
 
 import type { Logger } from 'pino';
 import { F } from '../monitoring/logfields.ts';

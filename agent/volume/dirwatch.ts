@@ -61,6 +61,8 @@ export class VolumeDirWatcher implements DirWatcher {
   readonly #checking = new Map<string, boolean>();
   /** Existing targets whose inotify watch could not be set up (ENOSPC: the node's watches ran out), retried. */
   readonly #unwatched = new Set<string>();
+  /** Targets whose watch failed with another error, already logged. */
+  readonly #erred = new Set<string>();
   #closed = false;
 
   /**
@@ -144,6 +146,7 @@ export class VolumeDirWatcher implements DirWatcher {
       this.#live.get(target)?.close();
       this.#live.delete(target);
       this.#unwatched.delete(target);
+      this.#erred.delete(target);
       return;
     }
     const users = this.#users.get(dir);
@@ -170,6 +173,7 @@ export class VolumeDirWatcher implements DirWatcher {
       w.on('error', () => void this.#checkGone(target));
       this.#live.set(target, w);
       this.#unwatched.delete(target);
+      this.#erred.delete(target);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOSPC') {
@@ -185,8 +189,13 @@ export class VolumeDirWatcher implements DirWatcher {
         }, PENDING_RECHECK_MS);
         return;
       }
-      if (code !== 'ENOENT') this.#onError(err);
-      this.#later(() => void this.#checkGone(target), 0);
+      // Gone meanwhile, or another failure: look again (checkGone sets the watch up again if
+      // it is there), no faster than the pending recheck for a failure that persists.
+      if (code !== 'ENOENT' && !this.#erred.has(target)) {
+        this.#erred.add(target); // said once per target, however often the retry fails
+        this.#onError(err);
+      }
+      this.#later(() => void this.#checkGone(target), code === 'ENOENT' ? 0 : PENDING_RECHECK_MS);
     }
   }
 
@@ -206,7 +215,16 @@ export class VolumeDirWatcher implements DirWatcher {
       this.#checking.delete(target);
       if (again) void this.#checkGone(target);
     }
-    if (exists || this.#targets.get(target) !== target) return;
+    if (this.#targets.get(target) !== target) return;
+    if (exists) {
+      // There, but without a watch (gone at fs.watch and back by now, or a watch that
+      // failed otherwise): set one up and catch up on what changed meanwhile.
+      if (!this.#live.has(target) && !this.#unwatched.has(target)) {
+        this.#watchLive(target);
+        if (this.#live.has(target)) this.#on.appeared(target);
+      }
+      return;
+    }
     this.#release(target, target);
     this.#targets.set(target, '');
     void this.#settle(target);

@@ -68,10 +68,15 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       if (s !== undefined) seconds.observe(s);
     },
   });
-  // One check at a time: an older check finishing after a newer one would serve the older pair.
+  // One check at a time (an older check finishing after a newer one would serve the older
+  // pair); one asked for meanwhile runs after it (a key file changed while the certificate was read).
   let checking = false;
-  const reload = async (why: string) => {
-    if (checking) return;
+  let again: string | undefined;
+  const reload = async (why: string): Promise<void> => {
+    if (checking) {
+      again = why;
+      return;
+    }
     checking = true;
     try {
       const next = await refresh();
@@ -88,6 +93,9 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       log.warn({ [F.err]: String(err), [F.reason]: why }, 'refreshing the serving certificate failed; still serving the current one');
     } finally {
       checking = false;
+      const next = again;
+      again = undefined;
+      if (next !== undefined) void reload(next);
     }
   };
   if (cfg.certFile) {

@@ -130,16 +130,41 @@ describe('VolumeDirWatcher', () => {
     await waitFor(() => appeared === 2, { timeoutMs: 15_000 });
   });
 
-  it('retries only a watch the node ran out of (ENOSPC); any other error is said and not counted', async () => {
+  it('retries a watch that failed otherwise (EACCES) too: said once, not counted as the node out of watches', async () => {
     const root = tmpDir();
     const target = path.join(root, 'vol');
     mkdirSync(target);
     const errors: unknown[] = [];
-    const watchDir = (() => { throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' }); }) as unknown as typeof fsWatch;
+    let tries = 0;
+    const watchDir = (() => {
+      tries++;
+      throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+    }) as unknown as typeof fsWatch;
     const w = new VolumeDirWatcher(root, { appeared: () => {}, changed: () => {} }, (err) => errors.push(err), () => false, watchDir);
     open.push(w);
     w.watch(target);
-    await waitFor(() => errors.length === 1);
+    await waitFor(() => tries >= 2, { timeoutMs: 15_000 });
+    expect(errors).toHaveLength(1);
     expect(w.unwatched).toBe(0);
+  });
+
+  it('sets the watch up when the target was gone at fs.watch and is back by the time it looks again', async () => {
+    const root = tmpDir();
+    const target = path.join(root, 'vol');
+    mkdirSync(target);
+    let refusals = 1;
+    const watchDir = ((...args: Parameters<typeof fsWatch>) => {
+      if (refusals-- > 0) throw Object.assign(new Error('ENOENT: no such file or directory'), { code: 'ENOENT' });
+      return fsWatch(...args);
+    }) as typeof fsWatch;
+    const changed: string[] = [];
+    const w = new VolumeDirWatcher(root, { appeared: () => {}, changed: (_d, n) => changed.push(n) }, (err) => { throw err; }, () => false, watchDir);
+    open.push(w);
+    w.watch(target);
+    await waitFor(async () => {
+      writeFileSync(path.join(target, 'x'), '');
+      await new Promise((r) => setTimeout(r, 50));
+      return changed.includes('x');
+    });
   });
 });
