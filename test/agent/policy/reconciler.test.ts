@@ -298,16 +298,22 @@ describe('Reconciler retries of a volume that keeps failing', () => {
     await waitFor(() => w.syncs() > before);
   });
 
-  it('does not run a failing write again at once for a status update that arrives while it runs (the backoff stands)', async () => {
-    const clock = new FakeClock(); // never advanced: no backoff delay elapses
-    let release = () => {};
-    const w = failingWriter(() => new Promise<void>((r) => { release = r; }));
+  /** A pod whose write is in flight (each held until `release`) and then fails; the clock is frozen, so no backoff elapses. */
+  async function failingInFlight() {
+    let held = () => {};
+    const w = failingWriter(() => new Promise<void>((r) => { held = r; }));
+    const clock = new FakeClock();
     const k = agentKit({ writer: w.writer, clock });
     const p = pod({ owners: [owner({ name: 'a' })] });
     makeVolume(k.root, p.metadata!.uid!);
     k.reconciler.upsert(p);
+    await waitFor(() => w.syncs() === 1);
+    return { k, p, w, clock, release: () => held() };
+  }
+
+  it('does not run a failing write again at once for a status update that arrives while it runs (the backoff stands)', async () => {
+    const { k, p, w, release } = await failingInFlight();
     for (let i = 0; i < 5; i++) {
-      await waitFor(() => w.syncs() >= 1);
       k.reconciler.upsert({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata!.annotations, status: String(i) } } }); // during the write
       release();
       await new Promise((r) => setTimeout(r, 20));
@@ -317,14 +323,7 @@ describe('Reconciler retries of a volume that keeps failing', () => {
   });
 
   it('neither reports nor retries a write that fails after its pod was deleted', async () => {
-    const clock = new FakeClock();
-    let release = () => {};
-    const w = failingWriter(() => new Promise<void>((r) => { release = r; }));
-    const k = agentKit({ writer: w.writer, clock });
-    const p = pod({ owners: [owner({ name: 'a' })] });
-    makeVolume(k.root, p.metadata!.uid!);
-    k.reconciler.upsert(p);
-    await waitFor(() => w.syncs() === 1); // in flight
+    const { k, p, w, clock, release } = await failingInFlight();
     k.reconciler.remove(p);
     release();
     await k.reconciler.idle();
