@@ -96,6 +96,9 @@ export class SelfHeal implements DirWatchEvents {
         const at = this.#o.table().atDir(dir);
         const v = at?.t.volumes.find((x) => x.name === at.volume);
         if (!at || !v) return; // untracked meanwhile
+        // A repair is asked for and its run is on a timer already: nothing to judge (a flood of
+        // events from a pod rate-limited a moment ago costs no lstat each).
+        if (at.t.verify.has(at.volume) && this.#o.queue.retrying(at.uid)) return;
         for (const name of names) {
           const ours = at.t.stamps.get(at.volume)?.[name];
           if (!ours || (await this.#o.writer.stampOf(v.target, name)) !== ours) return this.#repair(dir);

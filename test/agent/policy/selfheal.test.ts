@@ -118,11 +118,15 @@ describe('SelfHeal', () => {
   });
 
   it('leaves a pod waiting out a failure\'s backoff to its retry (marked for verification, not queued early)', async () => {
-    const { heal, t, queued, later, settled } = healing({ [FILES.env]: null }, { retrying: true });
+    const { heal, t, queued, later, lstats, settled } = healing({ [FILES.env]: null }, { retrying: true });
     heal.changed(dir, FILES.env);
     await settled();
     expect([queued, later]).toEqual([[], []]);
     expect(t.verify.has(vol.name)).toBe(true);
+    const judged = lstats.n;
+    for (let i = 0; i < 100; i++) heal.changed(dir, FILES.env);
+    await settled();
+    expect(lstats.n).toBe(judged); // the repair is asked for and timed already: nothing more to judge
   });
 
   it('on a resync, marks every tracked volume for verification and queues its pod', () => {
