@@ -57,7 +57,22 @@ export function settingsFromLabels(
       });
     }
   }
+  // A label that is one of ours but for case or dashes (followOwners for follow-owners) is
+  // a typo an operator would otherwise never hear of: the setting silently keeps its default.
+  const known = new Map(NODE_LABELS.map((s) => [squash(s.label), s.label]));
+  for (const [label, value] of Object.entries(labels ?? {})) {
+    if (!label.startsWith(PREFIX) || NODE_LABELS.some((s) => s.label === label)) continue;
+    const meant = known.get(squash(label));
+    if (meant) invalid.push({ label, value, message: `node label ${label} is not one of the agent's: did you mean ${meant}? It is ignored` });
+  }
   return { settings, invalid };
+}
+
+const PREFIX = 'ownerrefs.dev/';
+
+/** A label name without case or separators, to catch followOwners for follow-owners. */
+function squash(label: string): string {
+  return label.toLowerCase().replace(/[^a-z0-9/]/g, '');
 }
 
 export function sameSettings(a: NodeSettings, b: NodeSettings): boolean {

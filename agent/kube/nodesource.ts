@@ -21,8 +21,8 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
   readonly #log: Logger;
   readonly #allocatable: ((a: Record<string, string>) => void) | undefined;
   readonly #node: ((n: { name: string; uid: string }) => void) | undefined;
-  /** Invalid labels already reported, so a relist or an unrelated label edit does not repeat them. */
-  #reported = '';
+  /** Bad label=value pairs already reported, each once while it stays: a relist or another label's edit does not repeat them. */
+  #reported = new Set<string>();
   #configured = false;
   #markConfigured!: () => void;
   /** Resolves once the Node has been read (or found absent). */
@@ -52,20 +52,21 @@ export class NodeConfigSource implements ReflectorHandler<NodeView> {
 
   upsert(node: NodeView): void {
     const { settings, invalid } = settingsFromLabels(node.metadata?.labels, this.#current());
-    const key = invalid.map((i) => `${i.label}=${i.value}`).join(',');
-    if (key !== this.#reported) {
-      this.#reported = key;
-      for (const i of invalid) {
-        this.#log.warn({ [F.label]: i.label, [F.value]: i.value, [F.reason]: 'InvalidNodeLabel' }, i.message);
-        this.#events.warn({ kind: 'Node', name: node.metadata?.name ?? '', uid: node.metadata?.uid }, REASON_INVALID_NODE_LABEL, i.message);
-      }
+    // Each bad label=value said once: fixing one of two does not say the other again.
+    const now = new Set(invalid.map((i) => `${i.label}=${i.value}`));
+    for (const i of invalid) {
+      if (this.#reported.has(`${i.label}=${i.value}`)) continue;
+      this.#log.warn({ [F.label]: i.label, [F.value]: i.value, [F.reason]: 'InvalidNodeLabel' }, i.message);
+      this.#events.warn({ kind: 'Node', name: node.metadata?.name ?? '', uid: node.metadata?.uid }, REASON_INVALID_NODE_LABEL, i.message);
     }
-    this.#allocatable?.(node.status?.allocatable ?? {});
-    if (node.metadata?.name && node.metadata.uid) this.#node?.({ name: node.metadata.name, uid: node.metadata.uid });
+    this.#reported = now;
+    // Settings first: a Node recreated with new labels renders every pod once, not twice.
     if (!sameSettings(settings, this.#current())) {
       this.#log.info({ settings }, 'node settings changed');
       this.#apply(settings);
     }
+    this.#allocatable?.(node.status?.allocatable ?? {});
+    if (node.metadata?.name && node.metadata.uid) this.#node?.({ name: node.metadata.name, uid: node.metadata.uid });
     this.#configured = true;
     this.#markConfigured();
   }

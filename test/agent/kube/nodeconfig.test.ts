@@ -27,4 +27,18 @@ describe('settingsFromLabels', () => {
     expect(invalid).toEqual([expect.objectContaining({ label: 'ownerrefs.dev/env-file', value })]);
     expect(invalid[0]!.message).toMatch(/use "true" or "false"; keeping ownerrefs.dev\/env-file=false/);
   });
+
+  it.each([
+    ['ownerrefs.dev/followOwners', 'ownerrefs.dev/follow-owners'],
+    ['ownerrefs.dev/EnvFile', 'ownerrefs.dev/env-file'],
+    ['ownerrefs.dev/dependents_file', 'ownerrefs.dev/dependents-file'],
+  ])('names the label meant when %s is one of its own but for case or dashes (the setting would keep its default unheard of)', (label, meant) => {
+    const { settings, invalid } = settingsFromLabels({ [label]: 'true' });
+    expect(settings).toEqual(DEFAULT_SETTINGS);
+    expect(invalid).toEqual([{ label, value: 'true', message: `node label ${label} is not one of the agent's: did you mean ${meant}? It is ignored` }]);
+  });
+
+  it.each(['ownerrefs.dev/agent', 'ownerrefs.dev/my-selector', 'example.com/follow-owners'])('leaves %s alone (a node selector, or not ours)', (label) => {
+    expect(settingsFromLabels({ [label]: 'true' }).invalid).toEqual([]);
+  });
 });

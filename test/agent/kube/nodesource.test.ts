@@ -55,6 +55,22 @@ describe('NodeConfigSource', () => {
     expect(events.sent).toHaveLength(2);
   });
 
+  it('reports each bad label once while it stays: fixing one of two does not report the other again', () => {
+    const { s, events } = source();
+    s.upsert(node({ 'ownerrefs.dev/env-file': 'yes', 'ownerrefs.dev/paused': 'no' }));
+    s.upsert(node({ 'ownerrefs.dev/env-file': 'true', 'ownerrefs.dev/paused': 'no' }));
+    expect(events.sent.map((e) => e.message.split(' is ')[0])).toEqual(['node label ownerrefs.dev/paused="no"', 'node label ownerrefs.dev/env-file="yes"']);
+  });
+
+  it('applies new settings before the Node\'s identity and allocatable (a recreated Node renders every pod once, not twice)', () => {
+    const order: string[] = [];
+    let current: NodeSettings = DEFAULT_SETTINGS;
+    const s = new NodeConfigSource({ current: () => current, apply: (x) => { order.push('settings'); current = x; }, events: new RecordingEvents(), log: memoryLogger().log,
+      allocatable: () => order.push('allocatable'), node: () => order.push('node') });
+    s.upsert(node({ 'ownerrefs.dev/env-file': 'false' }));
+    expect(order).toEqual(['settings', 'allocatable', 'node']);
+  });
+
   it('has no remove handler: a deleted Node leaves the last settings in force', () => {
     const { s } = source();
     expect('remove' in s).toBe(false);
