@@ -9,12 +9,13 @@
 //   1. Read the Secret. Absent: make a CA and a serving certificate and create it; a
 //      409 means another replica won the race, so read theirs.
 //   2. Renew what is due: the CA when less than CA_RENEW_MS of it is left, it is not valid
-//      yet, or ca.key is not its key (the old CA stays in ca.crt until it expires, so
-//      certificates it signed are still trusted while replicas move over); the serving
-//      certificate when less than CERT_RENEW_MS is left, it is not valid yet, its names
-//      differ, tls.key is not its key, or a new CA came. Update with the resourceVersion
-//      read, keeping the Secret's type; a 409 means another replica renewed first: start
-//      again from step 1.
+//      yet, or ca.key is not its key; the serving certificate when less than CERT_RENEW_MS
+//      is left, it is not valid yet, its names differ, tls.key is not its key, or a new CA
+//      came. A new CA goes first in ca.crt, and the CAs trusted until then stay after it
+//      (the old ca.crt's, and the configuration's caBundle: after the Secret was deleted
+//      that is the only record of the CA the other replicas still serve under) for
+//      RETIRE_MS, then are dropped. Update with the resourceVersion read, keeping the
+//      Secret's type; a 409 means another replica renewed first: start again from step 1.
 //   3. Patch caBundle in each webhook of the configuration that differs from ca.crt
 //      (a JSON Patch guarded by a test of the resourceVersion read; when another replica
 //      patched first, the test fails: read again and retry).
@@ -40,6 +41,14 @@ export const CA_RENEW_MS = 365 * DAY;
 export const CERT_LIFETIME_MS = 365 * DAY;
 export const CERT_RENEW_MS = 120 * DAY;
 export const CHECK_MS = 60_000;
+/**
+ * How long a replaced CA stays in the bundle. Every replica takes the new pair up at its next
+ * check (CHECK_MS), so this is slack for checks that fail; trusting a replaced CA longer only
+ * widens what its key could sign, and deleting the Secret is how an operator revokes a CA.
+ */
+export const RETIRE_MS = 15 * 60_000;
+/** Certificates are valid from this long before they are made (replicas' clocks differ). */
+const BACKDATE_MS = 3_600_000;
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
 export interface ServingTls {
@@ -56,6 +65,8 @@ export interface CertOptions {
   dnsNames: readonly string[];
   ipAddresses?: readonly string[];
   now?: () => number;
+  /** PEM: the CAs the API server trusts now (the configuration's caBundle), read only when a new CA is made. */
+  trusted?: () => Promise<string>;
 }
 
 interface SecretData { 'tls.crt': string; 'tls.key': string; 'ca.crt': string; 'ca.key': string }
@@ -72,7 +83,7 @@ async function makeCa(now: number): Promise<{ cert: string; key: string }> {
   const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(), name: `CN=ownerrefs-webhook-ca-${Math.floor(now / 1000)}`, keys, signingAlgorithm: ALG,
-    notBefore: new Date(now - 3_600_000), notAfter: new Date(now + CA_LIFETIME_MS),
+    notBefore: new Date(now - BACKDATE_MS), notAfter: new Date(now + CA_LIFETIME_MS),
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
@@ -88,7 +99,7 @@ async function makeServing(ca: { cert: string; key: string }, o: CertOptions, no
   const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(), subject: `CN=${o.dnsNames[0] ?? 'ownerrefs-webhook'}`, issuer: caCert.subject,
-    notBefore: new Date(now - 3_600_000), notAfter: new Date(now + CERT_LIFETIME_MS),
+    notBefore: new Date(now - BACKDATE_MS), notAfter: new Date(now + CERT_LIFETIME_MS),
     publicKey: keys.publicKey, signingKey: caKey, signingAlgorithm: ALG,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
@@ -150,26 +161,45 @@ function outOfTime(cert: X509Certificate, now: number, renewMs: number): boolean
   return Date.parse(cert.validFrom) > now || Date.parse(cert.validTo) - now < renewMs;
 }
 
-/** Steps 2's verdicts on what the Secret holds. */
-export function due(data: Partial<SecretData>, o: CertOptions, now: number): { ca: boolean; cert: boolean } {
+/** The CAs among `pem` that are valid at `now`, each once. */
+function validCas(pem: string, now: number): string[] {
+  const seen = new Set<string>();
+  return pems(pem).filter((p) => {
+    try {
+      const c = new X509Certificate(p);
+      if (!c.ca || outOfTime(c, now, 0) || seen.has(c.fingerprint256)) return false;
+      seen.add(c.fingerprint256);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Step 2's verdicts on what the Secret holds: make a new CA, a new serving certificate, or
+ * (`trim`) drop from ca.crt the CAs its first one replaced RETIRE_MS ago.
+ */
+export function due(data: Partial<SecretData>, o: CertOptions, now: number): { ca: boolean; cert: boolean; trim: boolean } {
   let ca: X509Certificate;
   try {
     ca = new X509Certificate(data['ca.key'] ? pems(data['ca.crt'] ?? '')[0] ?? '' : '');
   } catch {
-    return { ca: true, cert: true };
+    return { ca: true, cert: true, trim: false };
   }
   // A ca.key that is not the CA's would sign certificates nobody trusts.
   const caDue = outOfTime(ca, now, CA_RENEW_MS) || !keyOf(ca, privateKey(data['ca.key']));
+  const trim = !caDue && pems(data['ca.crt'] ?? '').length > 1 && now >= Date.parse(ca.validFrom) + BACKDATE_MS + RETIRE_MS;
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(data['tls.crt'] ?? '');
   } catch {
-    return { ca: caDue, cert: true };
+    return { ca: caDue, cert: true, trim };
   }
   // A tls.key that is not the certificate's would make every replica fail to serve.
   const certDue = caDue || outOfTime(cert, now, CERT_RENEW_MS) || !cert.checkIssued(ca) || !cert.verify(ca.publicKey) ||
     names(cert).join(',') !== wanted(o).join(',') || !keyOf(cert, privateKey(data['tls.key']));
-  return { ca: caDue, cert: certDue };
+  return { ca: caDue, cert: certDue, trim };
 }
 
 /** Steps 1-2: the Secret's pair after making or renewing what was due. */
@@ -183,15 +213,19 @@ export async function ensureServingTls(api: ApiClient, o: CertOptions): Promise<
     });
     const data: Partial<SecretData> = Object.fromEntries(Object.entries(secret?.data ?? {}).map(([k, v]) => [k, unb64(v)]));
     const d = due(data, o, now);
-    if (secret && !d.ca && !d.cert) return { cert: data['tls.crt']!, key: data['tls.key']!, caBundle: data['ca.crt']! };
+    if (secret && !d.ca && !d.cert && !d.trim) return { cert: data['tls.crt']!, key: data['tls.key']!, caBundle: data['ca.crt']! };
     let ca = { cert: pems(data['ca.crt'] ?? '')[0] ?? '', key: data['ca.key'] ?? '' };
     let bundle = data['ca.crt'] ?? '';
     if (d.ca) {
-      const old = pems(bundle).filter((p) => { try { return Date.parse(new X509Certificate(p).validTo) > now; } catch { return false; } });
+      // Still trusted beside the new CA, so that a replica serving a pair they signed is
+      // called until its next check: the old ca.crt's and the configuration's (at most two).
+      const before = validCas(bundle + (await o.trusted?.() ?? ''), now);
       ca = await makeCa(now);
-      bundle = [ca.cert, ...old.slice(0, 1)].join('');
+      bundle = [ca.cert, ...before.slice(0, 2)].join('');
+    } else if (d.trim) {
+      bundle = ca.cert;
     }
-    const serving = await makeServing(ca, o, now);
+    const serving = d.cert ? await makeServing(ca, o, now) : { cert: data['tls.crt']!, key: data['tls.key']! };
     const next: SecretData = { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': bundle, 'ca.key': ca.key };
     const body = {
       // A Secret's type cannot change: one made by hand as Opaque keeps its type.
@@ -212,6 +246,15 @@ export async function ensureServingTls(api: ApiClient, o: CertOptions): Promise<
 }
 
 interface WebhookConfig { metadata: { resourceVersion?: string }; webhooks?: { name: string; clientConfig?: { caBundle?: string } }[] }
+
+/** PEM: the caBundles of the configuration's webhooks (CertOptions.trusted); none while it does not exist. */
+export async function configuredCas(api: ApiClient, configName: string): Promise<string> {
+  const cfg = await api.json<WebhookConfig>('GET', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${configName}`).catch((err: unknown) => {
+    if (err instanceof ApiError && err.status === 404) return undefined;
+    throw err;
+  });
+  return (cfg?.webhooks ?? []).map((w) => unb64(w.clientConfig?.caBundle)).filter(Boolean).join('\n');
+}
 
 /**
  * Step 3; returns how many webhooks were patched. Another replica patching between our

@@ -49,7 +49,10 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
     const api = new KubeApiClient(cfg.kubeconfig ? KubeCredentials.fromFile(cfg.kubeconfig) : KubeCredentials.inCluster());
     const svc = cfg.service;
     const names = [svc, `${svc}.${cfg.namespace}`, `${svc}.${cfg.namespace}.svc`, ...cfg.extraSans.filter((s) => !isIP(s))];
-    const opts = { namespace: cfg.namespace, secretName: cfg.secret, dnsNames: names, ipAddresses: cfg.extraSans.filter((s) => isIP(s)) };
+    const opts = {
+      namespace: cfg.namespace, secretName: cfg.secret, dnsNames: names, ipAddresses: cfg.extraSans.filter((s) => isIP(s)),
+      trusted: () => certs.configuredCas(api, cfg.configName),
+    };
     refresh = async () => {
       const t = await certs.ensureServingTls(api, opts);
       const patched = await certs.syncCaBundle(api, cfg.configName, t.caBundle);

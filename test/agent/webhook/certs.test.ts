@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { generateKeyPairSync } from 'node:crypto';
-import { CERT_LIFETIME_MS, CERT_RENEW_MS, CA_LIFETIME_MS, CA_RENEW_MS, due, ensureServingTls, syncCaBundle } from '../../../agent/webhook/certs.ts';
+import { CERT_LIFETIME_MS, CERT_RENEW_MS, CA_LIFETIME_MS, CA_RENEW_MS, RETIRE_MS, configuredCas, due, ensureServingTls, syncCaBundle } from '../../../agent/webhook/certs.ts';
 import { notServable } from '../../../agent/webhook/command.ts';
 
 /** An API server holding one Secret and one webhook configuration, with resourceVersions and conflicts. */
@@ -40,8 +40,10 @@ function fakeApi(opts: { raceOnce?: boolean } = {}) {
     },
     stream: () => Promise.reject(new Error('no streams')),
   };
-  return { api, calls, secret: () => secret, cfg: () => cfg };
+  return { api, calls, secret: () => secret, cfg: () => cfg, deleteSecret: () => { secret = undefined; } };
 }
+
+const certsOf = (bundle: string) => bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g)!.map((p) => p.trimEnd() + '\n');
 
 const OPTS = { namespace: 'ownerrefs-system', secretName: 'tls', dnsNames: ['svc', 'svc.ownerrefs-system', 'svc.ownerrefs-system.svc'], ipAddresses: ['127.0.0.1'] };
 
@@ -79,7 +81,7 @@ describe('self-managed TLS', () => {
     const a = await ensureServingTls(f.api, { ...OPTS, now: () => now });
     const later = now + CERT_LIFETIME_MS - CERT_RENEW_MS + 86_400_000;
     const caKey = Buffer.from(f.secret()!.data['ca.key']!, 'base64').toString();
-    expect(due({ 'tls.crt': a.cert, 'tls.key': a.key, 'ca.crt': a.caBundle, 'ca.key': caKey }, OPTS, later)).toEqual({ ca: false, cert: true });
+    expect(due({ 'tls.crt': a.cert, 'tls.key': a.key, 'ca.crt': a.caBundle, 'ca.key': caKey }, OPTS, later)).toEqual({ ca: false, cert: true, trim: false });
     const b = await ensureServingTls(f.api, { ...OPTS, now: () => later });
     expect(b.cert).not.toBe(a.cert);
     expect(b.caBundle).toBe(a.caBundle);
@@ -93,20 +95,24 @@ describe('self-managed TLS', () => {
     expect(b.caBundle).toBe(a.caBundle);
   });
 
-  it('rotates the CA before it expires, trusting the old one beside the new until it does', async () => {
+  it('rotates the CA before it expires, trusting the old one beside the new for RETIRE_MS, then dropping it', async () => {
     const f = fakeApi();
     const now = Date.now();
     const a = await ensureServingTls(f.api, { ...OPTS, now: () => now });
     const later = now + CA_LIFETIME_MS - CA_RENEW_MS + 86_400_000;
     const b = await ensureServingTls(f.api, { ...OPTS, now: () => later });
-    const bundle = b.caBundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)!;
+    const bundle = certsOf(b.caBundle);
     expect(bundle).toHaveLength(2);
     expect(bundle[1]!.trim()).toBe(a.caBundle.trim());
     expect(new X509Certificate(b.cert).verify(new X509Certificate(bundle[0]!).publicKey)).toBe(true);
+    expect(await ensureServingTls(f.api, { ...OPTS, now: () => later + RETIRE_MS - 60_000 })).toEqual(b); // still trusted
+    const c = await ensureServingTls(f.api, { ...OPTS, now: () => later + RETIRE_MS });
+    expect(certsOf(c.caBundle)).toEqual([bundle[0]]);
+    expect([c.cert, c.key]).toEqual([b.cert, b.key]); // the pair served is not renewed for it
   });
 
   it('makes everything again when the Secret holds garbage', async () => {
-    expect(due({ 'tls.crt': 'x', 'ca.crt': 'y', 'ca.key': 'z' }, OPTS, Date.now())).toEqual({ ca: true, cert: true });
+    expect(due({ 'tls.crt': 'x', 'ca.crt': 'y', 'ca.key': 'z' }, OPTS, Date.now())).toEqual({ ca: true, cert: true, trim: false });
   });
 });
 
@@ -115,12 +121,12 @@ const data = (f: ReturnType<typeof fakeApi>) => Object.fromEntries(Object.entrie
 const otherKey = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 describe('self-managed TLS with a Secret that went wrong', () => {
-  it.each<[string, (d: Record<string, string>) => Record<string, string>, { ca: boolean; cert: boolean }]>([
-    ['a tls.key that is not the certificate\'s (every replica would fail to serve it)', (d) => ({ ...d, 'tls.key': otherKey() }), { ca: false, cert: true }],
-    ['a tls.key that does not parse', (d) => ({ ...d, 'tls.key': 'garbage' }), { ca: false, cert: true }],
-    ['a ca.key that is not the CA\'s (it would sign certificates nobody trusts)', (d) => ({ ...d, 'ca.key': otherKey() }), { ca: true, cert: true }],
-    ['a ca.key that does not parse', (d) => ({ ...d, 'ca.key': 'garbage' }), { ca: true, cert: true }],
-    ['the pair as written', (d) => d, { ca: false, cert: false }],
+  it.each<[string, (d: Record<string, string>) => Record<string, string>, { ca: boolean; cert: boolean; trim: boolean }]>([
+    ['a tls.key that is not the certificate\'s (every replica would fail to serve it)', (d) => ({ ...d, 'tls.key': otherKey() }), { ca: false, cert: true, trim: false }],
+    ['a tls.key that does not parse', (d) => ({ ...d, 'tls.key': 'garbage' }), { ca: false, cert: true, trim: false }],
+    ['a ca.key that is not the CA\'s (it would sign certificates nobody trusts)', (d) => ({ ...d, 'ca.key': otherKey() }), { ca: true, cert: true, trim: false }],
+    ['a ca.key that does not parse', (d) => ({ ...d, 'ca.key': 'garbage' }), { ca: true, cert: true, trim: false }],
+    ['the pair as written', (d) => d, { ca: false, cert: false, trim: false }],
   ])('judges %s', async (_what, edit, verdict) => {
     const f = fakeApi();
     await ensureServingTls(f.api, OPTS);
@@ -145,7 +151,7 @@ describe('self-managed TLS with a Secret that went wrong', () => {
     const opts = { ...OPTS, ipAddresses: ['::1', 'FD00::5'] };
     const a = await ensureServingTls(f.api, opts);
     expect(new X509Certificate(a.cert).subjectAltName).toContain('IP Address:0:0:0:0:0:0:0:1');
-    expect(due(data(f), opts, Date.now())).toEqual({ ca: false, cert: false });
+    expect(due(data(f), opts, Date.now())).toEqual({ ca: false, cert: false, trim: false });
     expect(await ensureServingTls(f.api, opts)).toEqual(a);
   });
 
@@ -153,7 +159,7 @@ describe('self-managed TLS with a Secret that went wrong', () => {
     const f = fakeApi();
     const now = Date.now();
     await ensureServingTls(f.api, { ...OPTS, now: () => now + 3 * 3_600_000 });
-    expect(due(data(f), OPTS, now)).toEqual({ ca: true, cert: true });
+    expect(due(data(f), OPTS, now)).toEqual({ ca: true, cert: true, trim: false });
   });
 
   it('keeps the type of a Secret made by hand (a Secret\'s type cannot change)', async () => {
@@ -167,6 +173,49 @@ describe('self-managed TLS with a Secret that went wrong', () => {
     } };
     await ensureServingTls(api, OPTS);
     expect(puts).toMatchObject([{ type: 'Opaque' }]);
+  });
+
+  it('after the Secret was deleted, keeps trusting the CA the other replica still serves under, for RETIRE_MS', async () => {
+    const f = fakeApi();
+    const t0 = Date.now();
+    const opts = { ...OPTS, now: () => t0, trusted: () => configuredCas(f.api, 'ownerrefs.dev') };
+    const a = await ensureServingTls(f.api, opts); // what the other replica goes on serving until its next check
+    await syncCaBundle(f.api, 'ownerrefs.dev', a.caBundle);
+    f.deleteSecret();
+    const b = await ensureServingTls(f.api, opts);
+    await syncCaBundle(f.api, 'ownerrefs.dev', b.caBundle);
+    const served = (cert: string, bundle: string) => certsOf(bundle).some((ca) => new X509Certificate(cert).verify(new X509Certificate(ca).publicKey));
+    const configured = () => Buffer.from(f.cfg().webhooks[0]!.clientConfig.caBundle!, 'base64').toString();
+    expect(certsOf(b.caBundle)[0]).not.toBe(certsOf(a.caBundle)[0]); // a new CA
+    expect([served(b.cert, configured()), served(a.cert, configured())]).toEqual([true, true]);
+    const c = await ensureServingTls(f.api, { ...opts, now: () => t0 + RETIRE_MS });
+    await syncCaBundle(f.api, 'ownerrefs.dev', c.caBundle);
+    expect([served(b.cert, configured()), served(a.cert, configured())]).toEqual([true, false]);
+    expect(certsOf(configured())).toHaveLength(1);
+  });
+
+  it('keeps only valid CAs of the configuration\'s caBundle beside a new CA, and reads it only when it makes one', async () => {
+    const f = fakeApi();
+    const now = Date.now();
+    const expired = await ensureServingTls(fakeApi().api, { ...OPTS, now: () => now - CA_LIFETIME_MS - 2 * 86_400_000 });
+    const good = await ensureServingTls(fakeApi().api, OPTS);
+    const reads: number[] = [];
+    const trusted = async () => {
+      reads.push(1);
+      return ['not a certificate', expired.caBundle, good.cert, good.caBundle, good.caBundle].join('\n');
+    };
+    const b = await ensureServingTls(f.api, { ...OPTS, trusted });
+    expect(certsOf(b.caBundle).slice(1)).toEqual(certsOf(good.caBundle)); // not the expired CA, the leaf, the garbage or a duplicate
+    await ensureServingTls(f.api, { ...OPTS, trusted });
+    expect(reads).toHaveLength(1);
+  });
+
+  it('reads no CA from a webhook configuration that does not exist', async () => {
+    expect(await configuredCas(fakeApi().api, 'ownerrefs.dev')).toBe(''); // no caBundle yet
+    const api: ApiClient = { json: () => Promise.reject(new ApiError(404, 'NotFound', 'gone')), stream: () => Promise.reject(new Error('no')) };
+    expect(await configuredCas(api, 'ownerrefs.dev')).toBe('');
+    const down: ApiClient = { json: () => Promise.reject(new ApiError(503, 'ServiceUnavailable', 'down')), stream: () => Promise.reject(new Error('no')) };
+    await expect(configuredCas(down, 'ownerrefs.dev')).rejects.toThrow(/down/); // not a Secret made without them
   });
 
   it('patches the caBundle again when another replica patched between its read and its patch', async () => {
