@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino';
 import { REASON_INVALID_NODE_LABEL, type EventSink } from './events.ts';
-import type { ReflectorHandler } from './reflector.ts';
+import type { ReflectorHandler } from './reflectorcontract.ts';
 import { F } from '../monitoring/logfields.ts';
 import { sameSettings, settingsFromLabels, type NodeSettings } from './nodeconfig.ts';
 

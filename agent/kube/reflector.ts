@@ -24,7 +24,8 @@
 //                              Retry-After, up to the cap), then watch again
 //     an event line past 16 Mi characters -> a failure (never held whole)
 //   down (downForMs, /readyz) from a failure, a 410 or a watch that ended at once, until a
-//   watch is connected again (after watches ended at once: one that delivers or lasts)
+//   watch is connected again (after watches ended at once: one that delivers or lasts;
+//   watchhealth.ts)
 //   every request that follows a failure or an early end (the retried watch, the relist
 //   after 410 and the watch after it) first takes a slot from the agent's RecoveryPacer, which the
 //   agent's reflectors share: a fleet's reconnect after an API server restart spreads
@@ -37,38 +38,9 @@ import { Backoff, realClock, sleep, type Clock } from '../common/clock.ts';
 import { RECOVERY_SPACING_MS, STALL_MS, WATCH_BACKOFF, WATCH_TIMEOUT_SECONDS } from '../common/defaults.ts';
 import { ApiError, type ApiClient } from './client.ts';
 import { RecoveryPacer } from './pacer.ts';
+import type { KubeObject, ReflectorHandler, ReflectorObserver, RestartReason } from './reflectorcontract.ts';
+import { LASTED_MS, WatchHealth } from './watchhealth.ts';
 import { readLines } from './watchlines.ts';
-
-export interface KubeObject {
-  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } | undefined;
-}
-
-/** What the reflector feeds. Calls are synchronous and in watch order. */
-export interface ReflectorHandler<T extends KubeObject> {
-  /** The full current set after a (re)list: reconcile the difference. */
-  replace(items: T[]): void;
-  upsert(obj: T): void;
-  /** Absent: a deletion changes nothing for this handler (the Node's settings outlive the Node). */
-  remove?(obj: T): void;
-  /**
-   * What of an object to hold while a streamed first state is still arriving (default:
-   * the whole object). The result is what replace receives, so it must carry everything
-   * replace reads.
-   */
-  retain?(obj: T): T;
-}
-
-export type RestartReason = 'initial' | 'timeout' | 'closed' | 'expired' | 'error' | 'stall';
-
-export interface ReflectorObserver {
-  watchStarted?(reason: RestartReason): void;
-  relisted?(reason: RestartReason): void;
-  /** A complete first state (the first or a relist) was handed to replace. */
-  synced?(how: 'stream' | 'list', reason: RestartReason): void;
-  failed?(err: unknown, backoffMs: number): void;
-  /** The server refused a streamed first state: this reflector lists from now on. */
-  streamRefused?(err: ApiError): void;
-}
 
 export interface ReflectorOptions<T extends KubeObject> {
   /** Label for logs and metrics, e.g. "pods". */
@@ -108,9 +80,6 @@ export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
  */
 export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
 
-/** A watch connected for less than this before it ended did not really watch (a proxy cutting streams). */
-const LASTED_MS = 1_000;
-
 /** A watch that ends before this share of its timeout was ended by the server, not timed out. */
 const EARLY_END = 0.9;
 
@@ -135,8 +104,7 @@ export class Reflector<T extends KubeObject> {
   readonly #backoff: Backoff;
   #rv: string | undefined;
   #synced = false;
-  /** Since when the watch has been failing; undefined while it is healthy. */
-  #downSince: number | undefined;
+  readonly #health: WatchHealth;
   /** When the current watch's response arrived; undefined while not connected. */
   #connectedAt: number | undefined;
   /** The current watch's server-side timeout, in ms. */
@@ -144,11 +112,6 @@ export class Reflector<T extends KubeObject> {
   #first: FirstState;
   /** Set while the current watch streams the first state; undefined once it is replaced. */
   #arriving: Arriving<T> | undefined;
-  /**
-   * The last watch ended at once (a proxy cutting streams answers 200 and closes): the next
-   * connection alone does not count as up again, only one that delivers or lasts.
-   */
-  #flapping = false;
 
   constructor(opts: ReflectorOptions<T>) {
     this.#o = {
@@ -162,6 +125,7 @@ export class Reflector<T extends KubeObject> {
       pacer: opts.pacer ?? new RecoveryPacer({ spacingMs: RECOVERY_SPACING_MS, clock: opts.clock ?? realClock, random: opts.random ?? Math.random }),
     };
     this.#first = opts.streamLists === false ? 'list' : 'stream';
+    this.#health = new WatchHealth(this.#o.clock);
     // Full jitter: every agent's watch breaks at the same instant when the API server restarts.
     this.#backoff = new Backoff({ ...this.#o.backoff, random: this.#o.random, fullJitter: true });
   }
@@ -172,7 +136,7 @@ export class Reflector<T extends KubeObject> {
 
   /** Milliseconds the watch has been down, 0 when healthy. */
   downForMs(): number {
-    return this.#downSince === undefined ? 0 : this.#o.clock.now() - this.#downSince;
+    return this.#health.downForMs();
   }
 
   /** Runs until the signal aborts. Never throws: failures are retried with backoff. */
@@ -207,11 +171,10 @@ export class Reflector<T extends KubeObject> {
         // it says nothing about the watch).
         if (lasted < LASTED_MS) {
           recovering = true;
-          this.#flapping = true;
-          this.#downSince ??= this.#o.clock.now() - lasted; // from its connection
+          this.#health.endedAtOnce(this.#o.clock.now() - lasted);
           await this.#pause(new Error('watch ended immediately'), signal);
         } else {
-          this.#up();
+          this.#health.up();
         }
       } catch (err) {
         // Down from now if the watch was connected (it worked until now), else from this
@@ -239,20 +202,14 @@ export class Reflector<T extends KubeObject> {
         if (err instanceof Gone) {
           this.#rv = undefined; // relist from a consistent read, then resume
           reason = 'expired';
-          this.#downSince ??= downFrom; // down until the first state is read again
+          this.#health.down(downFrom); // down until the first state is read again
           continue;
         }
         reason = err instanceof Stalled ? 'stall' : 'error';
-        this.#downSince ??= downFrom;
+        this.#health.down(downFrom);
         await this.#pause(err, signal);
       }
     }
-  }
-
-  /** The watch delivers (or lasted): no longer down. */
-  #up(): void {
-    this.#flapping = false;
-    this.#downSince = undefined;
   }
 
   /** A watch ended: if it had been connected for resetAfterMs it was healthy, so the backoff starts over. */
@@ -323,8 +280,7 @@ export class Reflector<T extends KubeObject> {
       // Up again once it watches: for a streamed first state, at its closing bookmark; after
       // watches that ended at once, at its first event or once it has lasted LASTED_MS.
       if (this.#arriving) this.#arriving.answered = true;
-      else if (!this.#flapping) this.#downSince = undefined;
-      else cancelLasted = this.#o.clock.setTimer(() => this.#up(), LASTED_MS);
+      else cancelLasted = this.#health.connected();
       await readLines(res, MAX_EVENT_CHARS, armStall, (line) => this.#dispatch(JSON.parse(line) as WatchEvent), this.#o.resource);
       if (this.#arriving) throw new Unfinished(`the ${this.#o.resource} watch ended before its first state was complete`);
     } catch (err) {
@@ -346,7 +302,7 @@ export class Reflector<T extends KubeObject> {
       throw new ApiError(code ?? 0, ev.object.reason ?? '', `watch error: ${ev.object.message ?? 'unknown'}`);
     }
     if (this.#arriving) return this.#arrive(this.#arriving, ev);
-    if (this.#flapping) this.#up();
+    this.#health.delivered();
     const rv = ev.object.metadata?.resourceVersion;
     if (ev.type === 'ADDED' || ev.type === 'MODIFIED') this.#o.handler.upsert(ev.object as T);
     else if (ev.type === 'DELETED') this.#o.handler.remove?.(ev.object as T);
@@ -360,7 +316,7 @@ export class Reflector<T extends KubeObject> {
       // Only the closing bookmark moves the resume point: resuming before it would skip the replace.
       if (m?.annotations?.[INITIAL_EVENTS_END] !== 'true' || !m.resourceVersion) return;
       this.#arriving = undefined;
-      this.#up();
+      this.#health.up();
       this.#replaced([...a.held.values()], m.resourceVersion, a.reason, 'stream');
       return;
     }

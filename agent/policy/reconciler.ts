@@ -19,7 +19,7 @@ import { DirLocks } from '../volume/dirlocks.ts';
 import { PublishedTargets } from './published.ts';
 import { VolumeSync } from './volumesync.ts';
 import type { EventSink, InvolvedObject } from '../kube/events.ts';
-import type { ReflectorHandler } from '../kube/reflector.ts';
+import type { ReflectorHandler } from '../kube/reflectorcontract.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Backoff } from '../../../agent/common/clock.ts';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { RecoveryPacer } from '../../../agent/kube/pacer.ts';
-import { Reflector, type KubeObject, type RestartReason } from '../../../agent/kube/reflector.ts';
+import { Reflector } from '../../../agent/kube/reflector.ts';
+import type { KubeObject, RestartReason } from '../../../agent/kube/reflectorcontract.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
 import { FakeClock } from '../../support/clock.ts';
 
