@@ -211,11 +211,12 @@ export class FsVolumeWriter implements VolumeWriter {
         }
         // Step 1b: a nested item path: each directory below the target opened (made, 0755, when
         // missing) one component at a time, O_NOFOLLOW, relative to the target's descriptor.
-        let subdir: FileOps;
+        let subdir: FileOps | undefined;
         try {
           subdir = await openDirectory(ops, { root: `/proc/self/fd/${dir.fd}`, components: sub.split('/') }, false, true);
           await this.#targetMode(subdir);
         } catch (err) {
+          await subdir?.close().catch(() => {}); // opened, but its mode could not be set
           for (const f of group) await each(f.path, () => Promise.reject(err));
           continue;
         }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProjectionError } from '../../../agent/common/errors.ts';
 import { FsVolumeWriter, type VolumeTarget } from '../../../agent/volume/writer.ts';
+import { inlineOps, threadPoolOps, type FsOps } from '../../../agent/volume/fsops.ts';
 import type { ProjectedFile } from '../../../projections/index.ts';
 import { tmpDir } from '../../support/tmpdir.ts';
 
@@ -68,6 +69,25 @@ describe('FsVolumeWriter, nested item paths', () => {
     const err = await writer.sync(target, [file(p)], [], { createTarget: true }).then(() => undefined, (e: unknown) => e);
     expect((err as ProjectionError).reason).toBe('UnsafePath');
     expect(existsSync(dir)).toBe(false);
+  });
+
+  it('closes a nested directory whose mode it could not set (EROFS), failing only its files, sync after sync', async () => {
+    const { target, dir } = setup();
+    mkdirSync(path.join(dir, 'x'), { recursive: true, mode: 0o700 }); // not 0755: step 1b changes its mode
+    const open = new Map<number, string>();
+    const failing = (base: FsOps): FsOps => ({ ...base, async open(p, flags, mode) {
+      const f = await base.open(p, flags, mode);
+      open.set(f.fd, p);
+      return { ...f, fd: f.fd, stat: () => f.stat(), read: (b) => f.read(b), writeAll: (b) => f.writeAll(b),
+        chmod: (m) => (p.endsWith('/x') ? Promise.reject(Object.assign(new Error('EROFS: read-only file system'), { code: 'EROFS' })) : f.chmod(m)),
+        close: () => { open.delete(f.fd); return f.close(); } };
+    } });
+    const w = new FsVolumeWriter({ ops: { memory: failing(inlineOps), disk: failing(threadPoolOps) } });
+    for (let i = 0; i < 3; i++) {
+      await expect(w.sync(target, [file('a'), file('x/y')], [], { createTarget: true })).rejects.toThrow(/EROFS/);
+    }
+    expect(readFileSync(path.join(dir, 'a'), 'utf8')).toBe('a');
+    expect([...open.values()]).toEqual([]);
   });
 
   it('clear removes the files, then the directories it made, deepest first, then the target', async () => {
