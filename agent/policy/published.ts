@@ -120,14 +120,15 @@ export class PublishedTargets {
 
   /** Stops updating `target`, then removes the files the agent wrote there and the directory. */
   async unpublish(diskUid: string, volume: string, target: VolumeTarget): Promise<string[]> {
-    // The item paths a volume of downwardAPI items holds, while the pod is still known. Once
-    // it is gone (deleted before the unpublish, or not listed since a restart) they are not:
-    // the writer then removes every file of ours in the target (its step 10a), or the
-    // kubelet's unpublish would fail on them forever.
+    // Every file of ours in the target goes (the writer's step 10a), not only the names the
+    // pod's items have now: the pod may be gone (deleted first, or not listed since a
+    // restart), or its items refused since the publish (its author grew an annotation past
+    // --max-bytes), and the files written before would make the kubelet's unpublish fail
+    // forever, the pod stuck Terminating. The target is the agent's, mounted read-only.
     const t = this.#d.table.onDisk(diskUid)?.t;
     const names = [...new Set([...ALL_FILE_NAMES, ...(t ? filesFor(t, volume).map((f) => f.path) : [])])];
     this.#forget(diskUid, volume);
-    return (await this.#d.locks.run(dirOf(target), () => this.#d.writer.clear(target, names, { sweep: t === undefined }))).removed;
+    return (await this.#d.locks.run(dirOf(target), () => this.#d.writer.clear(target, names, { sweep: true }))).removed;
   }
 
   /** Shutting down: nobody should keep waiting. */

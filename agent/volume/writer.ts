@@ -92,7 +92,8 @@
  * Algorithm of clear(target, names, { sweep }) (CSI unpublish: remove only what the agent wrote):
  *  10. Walk to the target as in step 1 (the target too is opened O_NOFOLLOW). ENOENT
  *      anywhere: already gone, nothing to do (unpublish is idempotent).
- * 10a. With { sweep } (the pod is gone, so the names of its downwardAPI items are unknown):
+ * 10a. With { sweep } (CSI unpublish: the pod may be gone, or its items refused since, so
+ *      `names` may not be all the agent wrote):
  *      list the target and, one component at a time, each directory in it (opened
  *      O_DIRECTORY|O_NOFOLLOW from its parent's descriptor, at most MAX_DEPTH deep, at most
  *      SWEEP_MAX_ENTRIES entries), and add to `names` every regular file the agent owns

@@ -138,4 +138,15 @@ describe('a CSI volume of downwardAPI items', () => {
     expect(removed.sort()).toEqual(['cpu', 'meta/deep/name', 'meta/labels', 'ownerReferences']);
     expect(existsSync(items.dir)).toBe(false);
   });
+
+  it('unpublish removes them all too when its author made the items refused since the publish (the pod would stay Terminating)', async () => {
+    const { k, uid, items, p } = await publishedItems();
+    // metadata.labels quoted past --max-bytes: the volume is TooLarge from now on
+    k.reconciler.upsert({ ...p, metadata: { ...p.metadata, labels: { big: '"'.repeat(600_000) } } } as PodView);
+    await k.reconciler.idle();
+    expect(k.events.sent.map((e) => e.message)).toEqual([expect.stringMatching(/^TooLarge: /)]);
+    const removed = await k.reconciler.unpublish(uid, 'podinfo', items.target);
+    expect(removed.sort()).toEqual(['cpu', 'meta/deep/name', 'meta/labels', 'ownerReferences']);
+    expect(existsSync(items.dir)).toBe(false);
+  });
 });
