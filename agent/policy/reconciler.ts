@@ -126,7 +126,9 @@ export class Reconciler implements ReflectorHandler<PodView> {
         this.#claims.see(uid, pod.metadata?.annotations?.[ANNOTATION_MIRROR]);
       }
     }
-    for (const uid of this.#claims.pods()) if (!seen.has(uid)) this.#gone(uid);
+    // Not remembered as deleted: a pod a CSI publish read (GET) after this state's snapshot
+    // is missing from it too, and its ADDED event follows on the watch.
+    for (const uid of this.#claims.pods()) if (!seen.has(uid)) this.#gone(uid, false);
     // Rendered in slices (slices.ts); a pod's own event meanwhile supersedes its listed view.
     this.#first.start(new Map(items.filter((p) => p.metadata?.uid).map((p) => [p.metadata!.uid!, p])));
   }
@@ -148,9 +150,9 @@ export class Reconciler implements ReflectorHandler<PodView> {
     this.#gone(pod.metadata.uid);
   }
 
-  #gone(uid: string): void {
+  #gone(uid: string, deleted = true): void {
     // UIDs are never reused: a deleted pod does not come back, so later views of it are stale.
-    this.#deleted.add(uid);
+    if (deleted) this.#deleted.add(uid);
     if (this.#deleted.size > DELETED_REMEMBERED) this.#deleted.delete(this.#deleted.values().next().value!);
     const affected = this.#claims.forget(uid);
     this.#untrack(uid);

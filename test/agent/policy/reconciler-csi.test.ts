@@ -141,6 +141,17 @@ describe('Reconciler with a late view of a deleted pod', () => {
     expect(await tracked(k)).toBe(0);
     expect(await k.reconciler.waitForPod(p.metadata!.uid!, 10)).toBe(false);
   });
+
+  it('tracks again a pod a first state left out (its snapshot predates a CSI GET of the pod): its watch events still count', async () => {
+    const k = agentKit({ csiDriver: DRIVER });
+    const p = pod({ annotation: undefined, volumes: [csiVolume()] });
+    k.reconciler.upsert(p); // the publish's GET, fresher than the first state arriving next
+    k.reconciler.replace([]);
+    expect(await tracked(k)).toBe(0);
+    k.reconciler.upsert(p); // the watch goes on from the snapshot: the pod's ADDED event
+    expect(await tracked(k)).toBe(1);
+    expect(await k.reconciler.waitForPod(p.metadata!.uid!, 10)).toBe(true);
+  });
 });
 
 describe('Reconciler with a pod that claims another\'s directory before that pod arrives', () => {
