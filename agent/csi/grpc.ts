@@ -84,9 +84,17 @@ export function percentEncode(message: string): string {
   return out;
 }
 
+/** Request bytes buffered by every stream of a server together, and their bound. */
+export interface BufferBudget {
+  used: number;
+  readonly max: number;
+}
+
 /** How `answer` reads and bounds a request, and whom it tells of a refusal. */
 export interface AnswerOptions {
   maxMessageBytes: number;
+  /** Shared by a server's streams: a request that would take it past max is refused (RESOURCE_EXHAUSTED). */
+  budget?: BufferBudget;
   /** The whole body must arrive within this; default: no bound. */
   bodyTimeoutMs?: number;
   /**
@@ -101,7 +109,7 @@ export interface AnswerOptions {
  * every outcome is a response on the stream, or nothing if the client has gone.
  */
 export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>,
-  { maxMessageBytes, bodyTimeoutMs = Infinity, onRefused = () => {} }: AnswerOptions): void {
+  { maxMessageBytes, budget = { used: 0, max: Infinity }, bodyTimeoutMs = Infinity, onRefused = () => {} }: AnswerOptions): void {
   stream.on('error', () => {}); // the client reset the stream: there is no one to answer
   const refuse = (err: RpcError, extra: http2.OutgoingHttpHeaders = {}) => {
     onRefused(statusName(err.code), err.message);
@@ -127,6 +135,12 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
   const chunks: Buffer[] = [];
   let size = 0;
   let refused = false;
+  /** What this stream holds of the budget; given back once the message is decoded or the stream ends. */
+  let held = 0;
+  const release = () => {
+    budget.used -= held;
+    held = 0;
+  };
   // A body that never ends would hold its buffer and a stream slot forever: the whole
   // request must arrive within bodyTimeoutMs (the handler's own time is not counted).
   const deadline = Number.isFinite(bodyTimeoutMs) ? setTimeout(() => {
@@ -136,14 +150,26 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
     stream.close(http2.constants.NGHTTP2_CANCEL);
   }, bodyTimeoutMs) : undefined;
   deadline?.unref();
-  stream.once('close', () => clearTimeout(deadline));
+  stream.once('close', () => {
+    clearTimeout(deadline);
+    release();
+  });
   stream.on('data', (chunk: Buffer) => {
     if (refused) return;
+    if (budget.used + chunk.length > budget.max) {
+      refused = true;
+      chunks.length = 0;
+      release();
+      refuse(new RpcError(S.RESOURCE_EXHAUSTED, `requests being received hold ${budget.max} bytes already; retry`));
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      return;
+    }
     size += chunk.length;
     // Stop buffering as soon as the body cannot be one message within the bound.
     if (size > PREFIX_BYTES + maxMessageBytes) {
       refused = true;
       chunks.length = 0;
+      release();
       refuse(new RpcError(S.RESOURCE_EXHAUSTED, `request message is larger than the maximum (${maxMessageBytes} bytes)`));
       // The reply is complete: stop the client's sending side too (RST_STREAM NO_ERROR), so a
       // client that never ends its body does not keep one of the connection's stream slots.
@@ -151,11 +177,15 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
       return;
     }
     chunks.push(chunk);
+    held += chunk.length;
+    budget.used += chunk.length;
   });
   stream.on('end', () => {
     clearTimeout(deadline);
     if (refused) return;
     const message = unframe(Buffer.concat(chunks, size), maxMessageBytes);
+    chunks.length = 0;
+    release();
     if (message instanceof RpcError) return refuse(message);
     // Through a promise, so that a route throwing instead of rejecting is answered too.
     Promise.resolve(message).then(route).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, toRpcError(err)));

@@ -14,9 +14,12 @@ import { answer, type UnaryRoute } from './grpc.ts';
 import type { ServiceDefinition } from './services.ts';
 import { statusName, toRpcError } from './status.ts';
 
-// Requests are tiny (a few paths and labels); a bound keeps a confused client from
-// making the agent buffer megabytes.
-export const MAX_MESSAGE_BYTES = 256 * 1024;
+// Requests are small (a few paths and labels), but a volume context carries the pod's own
+// attributes, and a pod may be as large as etcd stores (1.5 MiB): this lets any pod's
+// request through, while a confused client cannot make one stream buffer more.
+export const MAX_MESSAGE_BYTES = 2 * 1024 * 1024;
+// All streams together: sixteen of the largest requests, hundreds of the usual ones.
+const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
 // The kubelet publishes a node's volumes in parallel; beyond this its client queues.
 const MAX_CONCURRENT_STREAMS = 128;
 // How long stop() lets in-flight calls finish before closing their connections.
@@ -26,8 +29,10 @@ const BODY_TIMEOUT_MS = 30_000;
 // A connection with no frames for this long is closed (GOAWAY; the kubelet's gRPC client
 // reconnects on its next call), and so is one that never completes the HTTP/2 preface.
 const IDLE_TIMEOUT_MS = 300_000;
-// The kubelet holds one or two; the socket is root's only, so this bounds a confused root process.
-const MAX_CONNECTIONS = 64;
+// The kubelet dials a connection per call, and a node's publishes wait for their pods in
+// parallel (after a reboot, every volume at once): well above max pods x volumes. The socket
+// is root's only, so this only bounds a confused root process.
+const MAX_CONNECTIONS = 1024;
 
 export interface ServeOptions {
   observe?: CallObserver;
@@ -37,9 +42,10 @@ export interface ServeOptions {
   onRefused?: (code: string, message: string) => void;
   /** Default STOP_GRACE_MS. */
   stopGraceMs?: number;
-  /** Defaults BODY_TIMEOUT_MS and IDLE_TIMEOUT_MS; tests shorten them. */
+  /** Defaults BODY_TIMEOUT_MS, IDLE_TIMEOUT_MS and MAX_BUFFERED_BYTES; tests shorten them. */
   bodyTimeoutMs?: number;
   idleTimeoutMs?: number;
+  maxBufferedBytes?: number;
 }
 
 /**
@@ -61,7 +67,7 @@ export interface UnixServer {
 export async function serveUnix(
   socket: string,
   services: [ServiceDefinition, Handlers][],
-  { observe = () => {}, onError = () => {}, onRefused = () => {}, stopGraceMs = STOP_GRACE_MS, bodyTimeoutMs = BODY_TIMEOUT_MS, idleTimeoutMs = IDLE_TIMEOUT_MS }: ServeOptions = {},
+  { observe = () => {}, onError = () => {}, onRefused = () => {}, stopGraceMs = STOP_GRACE_MS, bodyTimeoutMs = BODY_TIMEOUT_MS, idleTimeoutMs = IDLE_TIMEOUT_MS, maxBufferedBytes = MAX_BUFFERED_BYTES }: ServeOptions = {},
 ): Promise<UnixServer> {
   const routes = new Map<string, UnaryRoute>();
   for (const [def, handlers] of services) {
@@ -97,7 +103,8 @@ export async function serveUnix(
     observe('refused', code); // not by path: a client could make one series per name
     onRefused(code, message);
   };
-  server.on('stream', (stream, headers) => answer(stream, headers, routes, { maxMessageBytes: MAX_MESSAGE_BYTES, bodyTimeoutMs, onRefused: refused }));
+  const budget = { used: 0, max: maxBufferedBytes };
+  server.on('stream', (stream, headers) => answer(stream, headers, routes, { maxMessageBytes: MAX_MESSAGE_BYTES, budget, bodyTimeoutMs, onRefused: refused }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, () => {

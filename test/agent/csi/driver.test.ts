@@ -2,7 +2,7 @@
 // and writer on a temporary kubelet root. Calls are made the way the kubelet makes
 // them (support/csi.ts); pod watch events are fed to the reconciler by hand.
 
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
 import path from 'node:path';
@@ -255,17 +255,19 @@ describe('CSI Identity and Node services', () => {
     expect((await c.call('node', 'NodeUnpublishVolume', un)).code).toBe(0);
   });
 
-  it('unpublish leaves entries the agent did not write, and says so', async () => {
+  it('unpublish leaves entries the agent did not write (another user\'s file, a link), and says so', async () => {
     const { root, reconciler, c } = await setup();
     const p = csiPod();
     reconciler.upsert(p);
     const req = kubeletPrepare(root, ref(p));
     expect((await c.call('node', 'NodePublishVolume', req)).code).toBe(0);
     writeFileSync(path.join(req.targetPath, 'not-ours'), 'x');
+    chownSync(path.join(req.targetPath, 'not-ours'), process.getuid!() + 1, 0);
+    symlinkSync(path.join(req.targetPath, 'ownerReferences'), path.join(req.targetPath, 'link'));
     const r = await c.call('node', 'NodeUnpublishVolume', { volumeId: req.volumeId, targetPath: req.targetPath });
     expect(r.code).toBe(9);
     expect(r.details).toMatch(/^NameTaken: .*did not write/);
-    expect(readdirSync(req.targetPath)).toEqual(['not-ours']);
+    expect(readdirSync(req.targetPath).sort()).toEqual(['link', 'not-ours']);
   });
 
   it.each([

@@ -7,7 +7,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Code, CsiError } from '../../../agent/csi/driver.ts';
 import { MAX_MESSAGE_BYTES, serveUnix, type Handlers, type UnixServer } from '../../../agent/csi/server.ts';
 import { loadServices } from '../../../agent/csi/services.ts';
@@ -23,7 +23,7 @@ function sock(): string {
   return path.join(mkdtempSync(path.join(os.tmpdir(), 'csi-server-')), 'csi.sock');
 }
 
-async function serve(node: Handlers, opts: { socket?: string; stopGraceMs?: number; bodyTimeoutMs?: number; idleTimeoutMs?: number } = {}) {
+async function serve(node: Handlers, opts: { socket?: string; stopGraceMs?: number; bodyTimeoutMs?: number; idleTimeoutMs?: number; maxBufferedBytes?: number } = {}) {
   const calls: string[] = [];
   const refused: string[] = [];
   const socket = opts.socket ?? sock();
@@ -33,6 +33,7 @@ async function serve(node: Handlers, opts: { socket?: string; stopGraceMs?: numb
     ...(opts.stopGraceMs !== undefined ? { stopGraceMs: opts.stopGraceMs } : {}),
     ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: opts.bodyTimeoutMs } : {}),
     ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMs: opts.idleTimeoutMs } : {}),
+    ...(opts.maxBufferedBytes !== undefined ? { maxBufferedBytes: opts.maxBufferedBytes } : {}),
   });
   servers.push(server);
   return { socket, server, calls, refused, c: csiClient(socket) };
@@ -77,6 +78,60 @@ describe('serveUnix', () => {
     expect(r.code).toBe(8);
     expect(called).toBe(0);
     expect((await c.call('node', 'NodePublishVolume', { volumeId: 'x'.repeat(1000) })).code).toBe(0);
+  });
+
+  it('accepts a request as large as a pod can make its volume context (a pod is at most 1.5 MiB in etcd)', async () => {
+    let got = 0;
+    const { c } = await serve({ NodePublishVolume: (req: Record<string, unknown>) => { got = JSON.stringify(req).length; return {}; } });
+    const downwardAPI = 'x'.repeat(1_536 * 1024);
+    expect((await c.call('node', 'NodePublishVolume', { volumeId: 'v', volumeContext: { downwardAPI } })).code).toBe(0);
+    expect(got).toBeGreaterThan(downwardAPI.length);
+    expect(MAX_MESSAGE_BYTES).toBeGreaterThanOrEqual(1_536 * 1024 + 64 * 1024);
+  });
+
+  it('answers 300 calls in flight at once, each on its own connection (the kubelet dials one per call)', async () => {
+    const n = 300;
+    let arrived = 0;
+    const release = Promise.withResolvers<void>();
+    const { socket } = await serve({ NodeGetInfo: async () => { arrived++; await release.promise; return { nodeId: 'n' }; } });
+    let failed = 0;
+    const sessions: http2.ClientHttp2Session[] = [];
+    const calls = Array.from({ length: n }, () => new Promise<string>((resolve) => {
+      const session = http2.connect('http://localhost', { createConnection: () => net.connect(socket) });
+      sessions.push(session);
+      session.on('error', () => {});
+      const stream = session.request({ ':method': 'POST', ':path': '/csi.v1.Node/NodeGetInfo', 'content-type': 'application/grpc', te: 'trailers' });
+      stream.on('error', () => { failed++; resolve('failed'); });
+      stream.on('trailers', (t) => resolve(String(t['grpc-status'])));
+      stream.on('close', () => resolve('closed without trailers'));
+      stream.resume();
+      stream.end(Buffer.alloc(5)); // an empty message
+    }));
+    await vi.waitFor(() => expect(arrived + failed).toBe(n), { timeout: 20_000, interval: 20 });
+    release.resolve();
+    const codes = await Promise.all(calls);
+    for (const s of sessions) s.destroy();
+    expect({ arrived, failed }).toEqual({ arrived: n, failed: 0 });
+    expect(new Set(codes)).toEqual(new Set(['0']));
+  });
+
+  it('bounds the bytes all requests being received hold together, and gives them back when a request is read or dropped', async () => {
+    const { socket, c, refused } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }), NodePublishVolume: () => ({}) }, { maxBufferedBytes: 1_000 });
+    const session = http2.connect('http://localhost', { createConnection: () => net.connect(socket) });
+    session.on('error', () => {});
+    const slow = session.request({ ':method': 'POST', ':path': '/csi.v1.Node/NodeGetInfo', 'content-type': 'application/grpc' });
+    slow.on('error', () => {});
+    slow.write(Buffer.concat([Buffer.from([0, 0, 0, 3, 0x84]), Buffer.alloc(595)])); // 600 of a 905-byte request, the rest not sent yet
+    await vi.waitFor(() => expect(session.state.remoteWindowSize).toBeDefined());
+    await new Promise((r) => setTimeout(r, 50));
+    const big = { volumeId: 'x'.repeat(600) };
+    expect((await c.call('node', 'NodePublishVolume', big)).code).toBe(8); // RESOURCE_EXHAUSTED: 600 + 600 > 1,000
+    expect(refused.at(-1)).toMatch(/^RESOURCE_EXHAUSTED requests being received hold 1000 bytes/);
+    slow.close(http2.constants.NGHTTP2_CANCEL); // the client gives up: its 600 bytes are given back
+    await once(slow, 'close');
+    await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 3; i++) expect((await c.call('node', 'NodePublishVolume', big)).code).toBe(0); // and read requests give theirs back
+    session.destroy();
   });
 
   it('makes the socket 0600 (only root, the kubelet, may call)', async () => {
@@ -152,7 +207,7 @@ describe('serveUnix', () => {
     await closed;
   });
 
-  // Without these, streams that never end held their buffers (up to 256 KiB each, 128 per
+  // Without these, streams that never end held their buffers (up to MAX_MESSAGE_BYTES each, 128 per
   // connection) and connections that sent nothing stayed open, for ever.
   it('answers DEADLINE_EXCEEDED to a request whose body never ends, and frees its stream', async () => {
     const { socket } = await serve({ NodeGetInfo: () => ({ nodeId: 'n' }) }, { bodyTimeoutMs: 100 });
