@@ -4,6 +4,7 @@
 // neither a .proto parser nor reflection.
 // test/agent/csi/services.test.ts holds this table against the .proto files' services.
 
+import protobuf from 'protobufjs/minimal.js';
 import * as codec from './proto/codec.js';
 import type { MessageType } from './proto/codec.js';
 
@@ -73,4 +74,18 @@ const serializer = (t: MessageType) => (value: object): Buffer => {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 };
 
-const deserializer = (t: MessageType) => (bytes: Buffer): Record<string, unknown> => t.toObject(t.decode(bytes), DECODE);
+const deserializer = (t: MessageType) => (bytes: Buffer): Record<string, unknown> => t.toObject(t.decode(strictReader(bytes)), DECODE);
+
+/**
+ * A reader that refuses a string running past the end of its message, as protobuf-go does
+ * (protobufjs's reader for Buffers cuts it short instead: a truncated unpublish would still
+ * remove files). Strings decode as Buffer's do: each invalid byte is U+FFFD.
+ */
+function strictReader(bytes: Buffer): protobuf.Reader {
+  const r = protobuf.Reader.create(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)); // not a Buffer: the bounds-checked reader
+  r.string = function string(this: protobuf.Reader) {
+    const b = this.bytes();
+    return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+  };
+  return r;
+}

@@ -13,7 +13,7 @@ export interface MessageType {
   fromObject(object: object): object;
   toObject(message: object, options?: ConversionOptions): Record<string, unknown>;
   encode(message: object): { finish(): Uint8Array };
-  decode(bytes: Uint8Array): object;
+  decode(bytes: Uint8Array | import('protobufjs').Reader): object;
 }
 
 export declare const csi: { v1: Record<string, MessageType | undefined> };

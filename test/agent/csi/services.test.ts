@@ -89,4 +89,18 @@ describe('CSI services', () => {
     const m = ourRpc('node', 'NodePublishVolume');
     expect(m.decode(Buffer.concat([known, unknown]))).toEqual(m.decode(known));
   });
+
+  const TARGET = Buffer.from('/var/lib/kubelet/pods/11111111-2222-4333-8444-555555555555/volumes/kubernetes.io~csi/podinfo/mount');
+  it.each<[string, Buffer]>([
+    ['a string longer than the message holds (truncated)', Buffer.concat([Buffer.from([0x0a, 0x01, 0x76, 0x12, 0xff, 0x01]), TARGET])],
+    ['a map entry whose string runs past the entry', Buffer.from([0x0a, 0x01, 0x76, 0x32, 0x04, 0x0a, 0x01, 0x6b, 0x12, 0x09, 0x76])],
+  ])('refuses %s, as protobuf-go does, rather than act on what was cut', (_what, bytes) => {
+    const rpc = _what.startsWith('a map') ? 'NodePublishVolume' : 'NodeUnpublishVolume';
+    expect(() => ourRpc('node', rpc).decode(bytes)).toThrow(/index out of range/);
+  });
+
+  it('decodes bytes that are not UTF-8 as one U+FFFD each, as Buffer does', () => {
+    const bytes = Buffer.concat([Buffer.from([0x0a, 0x03, 0x61, 0xff, 0x62])]);
+    expect(ourRpc('node', 'NodeUnpublishVolume').decode(bytes)).toMatchObject({ volumeId: 'a\ufffdb' });
+  });
 });
