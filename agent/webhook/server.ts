@@ -1,7 +1,12 @@
 // The webhook's HTTPS endpoint: POST /mutate with an AdmissionReview.
 //
-// Bounded: a body over MAX_BODY_BYTES is cut off with 413, a request must arrive whole
-// within REQUEST_TIMEOUT_MS, and the headers within HEADERS_TIMEOUT_MS. A body that is not
+// Bounded, since anything in the cluster network may connect: a body must declare its
+// Content-Length (411 otherwise; the API server always does) and is read into one buffer of
+// that size (chunks are not kept: a body in one-byte chunks took 1.9 GB), over MAX_BODY_BYTES
+// it is refused with 413, and past MAX_BUFFERED_BYTES of bodies being read at once with 503.
+// A request must arrive whole within REQUEST_TIMEOUT_MS, and the headers within
+// HEADERS_TIMEOUT_MS; a TLS handshake within HANDSHAKE_TIMEOUT_MS; a connection quiet for
+// IDLE_TIMEOUT_MS is closed, and at most MAX_CONNECTIONS are open. A body that is not
 // an AdmissionReview is answered 400 with the reason; one that is, but is malformed inside,
 // gets a review that denies with the reason (the API server shows it to the user). The TLS
 // material is swapped in place (setSecureContext) when the certificate rotates.
@@ -20,6 +25,13 @@ const { createServer } = process.getBuiltinModule('node:https');
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const REQUEST_TIMEOUT_MS = 10_000;
 export const HEADERS_TIMEOUT_MS = 5_000;
+/** Bodies being read at once, together: eight of the largest, thousands of the usual few KiB. */
+export const MAX_BUFFERED_BYTES = 8 * MAX_BODY_BYTES;
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Above the API server's keep-alive timeout (90 s idle in Go's transport is the client's, ours closes first: it reconnects). */
+export const IDLE_TIMEOUT_MS = 60_000;
+/** Each open TLS connection costs about 55 KiB: a thousand stay well inside the pod's memory limit. */
+export const MAX_CONNECTIONS = 1_000;
 
 export interface TlsMaterial {
   cert: string;
@@ -39,31 +51,47 @@ export interface WebhookServer {
 
 export function startWebhookServer(opts: {
   host: string; port: number; tls: TlsMaterial; log: Logger; observe?: WebhookObserver;
-  /** Default REQUEST_TIMEOUT_MS; tests shorten it. */
+  /** Defaults REQUEST_TIMEOUT_MS, HANDSHAKE_TIMEOUT_MS, IDLE_TIMEOUT_MS and MAX_BUFFERED_BYTES; tests shorten them. */
   requestTimeoutMs?: number;
+  handshakeTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  maxBufferedBytes?: number;
 }): Promise<WebhookServer> {
   const observe = opts.observe ?? (() => {});
   const requestTimeout = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const budget = { used: 0, max: opts.maxBufferedBytes ?? MAX_BUFFERED_BYTES };
   // Node checks the timeouts every connectionsCheckingInterval (30 s by default): often enough here.
-  const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2', connectionsCheckingInterval: Math.min(1_000, requestTimeout / 2) }, (req, res) => {
+  const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.min(1_000, requestTimeout / 2) }, (req, res) => {
     if (req.url?.split('?')[0] !== '/mutate') return reply(res, 404, 'not found: POST AdmissionReviews to /mutate\n');
     if (req.method !== 'POST') return reply(res, 405, 'method not allowed: POST an AdmissionReview\n');
     const started = process.hrtime.bigint();
     const done = (result: Result, kind: string) => observe(result, kind, Number(process.hrtime.bigint() - started) / 1e9);
-    readBody(req).then((body) => {
-      if (body === undefined) {
-        opts.log.warn({ [F.reason]: 'TooLarge' }, `request body over ${MAX_BODY_BYTES} bytes`);
-        done('malformed', '');
-        // The rest of the body is never read, so the connection cannot carry another request.
-        return reply(res, 413, `request body over ${MAX_BODY_BYTES} bytes\n`, undefined, true);
-      }
+    // The rest of a refused body is never read, so its connection cannot carry another request.
+    const refuse = (status: number, reason: string, message: string, result: Result) => {
+      opts.log.warn({ [F.reason]: reason }, message);
+      done(result, '');
+      reply(res, status, `${message}\n`, undefined, true);
+    };
+    const declared = contentLength(req);
+    if (declared === undefined) return refuse(411, 'LengthRequired', 'a request body must declare its Content-Length', 'malformed');
+    if (declared > MAX_BODY_BYTES) return refuse(413, 'TooLarge', `request body over ${MAX_BODY_BYTES} bytes`, 'malformed');
+    if (budget.used + declared > budget.max) return refuse(503, 'Busy', `request bodies being read hold ${budget.max} bytes already; retry`, 'error');
+    budget.used += declared;
+    readBody(req, declared).finally(() => { budget.used -= declared; }).then((body) => {
+      if (body === undefined) return refuse(400, 'BadLength', 'the body is longer than its Content-Length', 'malformed');
       handle(body, res, opts.log, done);
     }, () => res.destroy());
   });
   // A request that times out or does not parse: counted and logged like a malformed review,
   // then answered as Node would (with a listener, Node leaves the answer to us).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    // Not HTTP (a TLS handshake that failed or timed out, a reset): there is no one to answer,
+    // and an answer written before the handshake would hold the socket open for good.
+    if (!/^(HPE_|ERR_HTTP_)/.test(err.code ?? '') || !socket.writable) {
+      opts.log.debug({ [F.reason]: 'ClientError', [F.err]: clip(`${err.code ?? 'error'}: ${err.message}`, MAX_FIELD) }, 'connection dropped');
+      return void socket.destroy();
+    }
     const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large'
       : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? '413 Payload Too Large' : '400 Bad Request';
     opts.log.warn({ [F.reason]: 'ClientError', [F.err]: clip(`${err.code ?? 'error'}: ${err.message}`, MAX_FIELD) }, `answered ${status}`);
@@ -73,6 +101,8 @@ export function startWebhookServer(opts: {
   server.requestTimeout = requestTimeout;
   server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, server.requestTimeout);
   server.keepAliveTimeout = 30_000; // the API server reuses connections
+  server.setTimeout(opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS); // no listener: a quiet socket is destroyed
+  server.maxConnections = MAX_CONNECTIONS;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => {
@@ -140,24 +170,31 @@ function failed(err: unknown, uid: string | undefined, res: ServerResponse, log:
   reply(res, 200, reviewOf({ uid, allowed: false, status: { code: 500, message: `ownerrefs.dev could not process this object (${message}); nothing was changed` } }), 'application/json');
 }
 
-/** The body as text, or undefined once it passes MAX_BODY_BYTES (the rest is not read). */
-function readBody(req: IncomingMessage): Promise<string | undefined> {
+/** The declared body length; undefined without one (a chunked body). */
+function contentLength(req: IncomingMessage): number | undefined {
+  const v = req.headers['content-length'];
+  return v !== undefined && /^\d{1,10}$/.test(v) ? Number(v) : undefined;
+}
+
+/**
+ * The body as text, read into one buffer of its declared length (Node's parser holds the
+ * body to it), or undefined if more arrives all the same (the rest is not read).
+ */
+function readBody(req: IncomingMessage, length: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > MAX_BODY_BYTES) return resolve(undefined);
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const buf = Buffer.allocUnsafe(length);
+    let at = 0;
     req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) {
+      if (at + c.length > length) {
         req.removeAllListeners('data');
         req.pause();
         resolve(undefined);
         return;
       }
-      chunks.push(c);
+      c.copy(buf, at);
+      at += c.length;
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(buf.toString('utf8', 0, at)));
     req.on('error', reject);
   });
 }

@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import https from 'node:https';
+import net from 'node:net';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
@@ -31,17 +33,18 @@ const seen: string[] = [];
 const kinds: string[] = [];
 const logged = memoryLogger();
 
-function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean } = {}): Promise<{ status: number; body: string; connection?: string }> {
+function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean; chunked?: boolean; port?: number } = {}): Promise<{ status: number; body: string; connection?: string }> {
   return new Promise((resolve, reject) => {
     // A new connection each time (agent: false): a rotation applies to new connections.
-    const req = https.request({ agent: false, host: '127.0.0.1', port, path: opts.path ?? '/mutate', method: opts.method ?? 'POST', ca: opts.ca ?? ca,
-      headers: { 'Content-Type': 'application/json', ...(opts.slow ? {} : { 'Content-Length': Buffer.byteLength(body) }) } }, (res) => {
+    const req = https.request({ agent: false, host: '127.0.0.1', port: opts.port ?? port, path: opts.path ?? '/mutate', method: opts.method ?? 'POST', ca: opts.ca ?? ca,
+      headers: { 'Content-Type': 'application/json', ...(opts.chunked ? {} : { 'Content-Length': Buffer.byteLength(body) }) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), connection: res.headers.connection }));
     });
     req.on('error', reject);
     if (opts.slow) req.write(body.slice(0, 10)); // and never finish
+    else if (opts.chunked) req.write(body, () => req.end()); // written before end: Node sends it chunked
     else req.end(body);
   });
 }
@@ -108,6 +111,43 @@ describe('the webhook endpoint', () => {
     expect(JSON.parse(r.body).response).toMatchObject({ uid: 'h1', allowed });
     expect(kinds.at(-1)).toBe(kind);
     expect((await post('{}')).status).toBe(400);
+  });
+
+  it('answers 411 to a body without a Content-Length (chunked: one buffer per chunk would be kept), and closes the connection', async () => {
+    const lines = logged.lines.length;
+    expect(await post('{}', { chunked: true })).toMatchObject({ status: 411, connection: 'close' });
+    expect(seen.at(-1)).toBe('malformed');
+    expect(logged.lines.slice(lines).map((l) => l.reason)).toEqual(['LengthRequired']);
+  });
+
+  it('answers 503 while the bodies being read hold MAX_BUFFERED_BYTES, and takes requests again once they are read', async () => {
+    const t = await ensureServingTls(store(), OPTS);
+    const busy = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: memoryLogger().log, requestTimeoutMs: 1_000, maxBufferedBytes: 1_000 });
+    try {
+      const at = { port: (busy.server.address() as { port: number }).port, ca: t.caBundle };
+      const held = post('x'.repeat(900), { ...at, slow: true }); // declares 900 bytes, sends 10
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await post('y'.repeat(200), at)).toMatchObject({ status: 503, body: expect.stringMatching(/hold 1000 bytes already/) });
+      expect((await held).status).toBe(408); // its 900 bytes are given back
+      for (let i = 0; i < 3; i++) expect((await post(`{"${'z'.repeat(800)}":1}`, at)).status).toBe(400); // read, not refused
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it('closes a connection that never finishes its TLS handshake or never sends a request', async () => {
+    const t = await ensureServingTls(store(), OPTS);
+    const quiet = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: memoryLogger().log, idleTimeoutMs: 200, handshakeTimeoutMs: 300 });
+    try {
+      const p = (quiet.server.address() as { port: number }).port;
+      const raw = net.connect(p, '127.0.0.1'); // not even a ClientHello
+      raw.on('error', () => {});
+      const secure = tls.connect({ host: '127.0.0.1', port: p, ca: t.caBundle }); // TLS, then nothing
+      secure.on('error', () => {});
+      await Promise.all([once(raw, 'close'), once(secure, 'close')]);
+    } finally {
+      await quiet.close();
+    }
   });
 
   it('serves only POST /mutate', async () => {
