@@ -174,9 +174,10 @@ function checkPath(p: unknown, at: string): string[] {
 /**
  * Problems with a downwardAPI source as JSON would give it (strict: unknown fields are
  * errors, since dropping one silently would change what the user asked for). `containers`,
- * when given, are the pod's container and init container names: resourceFieldRef must name one.
+ * when given, are the pod's container and init container names: resourceFieldRef must name one
+ * (a set: 128 items against thousands of containers was quadratic, on the webhook's loop).
  */
-export function checkSource(src: unknown, at = 'downwardAPI', containers?: readonly string[]): string[] {
+export function checkSource(src: unknown, at = 'downwardAPI', containers?: ReadonlySet<string>): string[] {
   if (!isRecord(src)) return [`${at}: must be an object`];
   const errs = unknownKeys(src, ['items', 'defaultMode'], at);
   if (src.defaultMode !== undefined && !isMode(src.defaultMode)) errs.push(`${at}.defaultMode: must be a number between 0 and 0777 (octal)`);
@@ -238,11 +239,11 @@ function fileDirectoryConflicts(paths: ReadonlySet<string>, at: string): string[
   return errs;
 }
 
-function checkResourceRef(ref: unknown, at: string, containers: readonly string[] | undefined): string[] {
+function checkResourceRef(ref: unknown, at: string, containers: ReadonlySet<string> | undefined): string[] {
   if (!isRecord(ref)) return [`${at}: must be an object`];
   const errs = unknownKeys(ref, ['containerName', 'resource', 'divisor'], at);
   if (typeof ref.containerName !== 'string' || ref.containerName === '') return [...errs, `${at}.containerName: required in a volume`];
-  if (containers && !containers.includes(ref.containerName)) errs.push(`${at}.containerName: the pod has no container ${q(ref.containerName)}`);
+  if (containers && !containers.has(ref.containerName)) errs.push(`${at}.containerName: the pod has no container ${q(ref.containerName)}`);
   if (typeof ref.resource !== 'string' || ref.resource === '') return [...errs, `${at}.resource: required`];
   if (!RESOURCES.has(ref.resource) && !HUGEPAGES.some((h) => (ref.resource as string).startsWith(h))) {
     errs.push(`${at}.resource: ${q(ref.resource)} is not supported; use one of ${[...RESOURCES].join(', ')} or limits/requests.hugepages-<size>`);

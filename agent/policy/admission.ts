@@ -77,7 +77,7 @@ export function filesTurnedOff(s: NodeSettings): string[] {
  */
 function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, maxBytes: number, ctx: ProjectionContext): Map<string, ProjectedFile[] | ProjectionError> {
   const out = new Map<string, ProjectedFile[] | ProjectionError>();
-  const containers = [...pod.spec?.containers ?? [], ...pod.spec?.initContainers ?? []].flatMap((c) => (c.name ? [c.name] : []));
+  const containers = new Set([...pod.spec?.containers ?? [], ...pod.spec?.initContainers ?? []].flatMap((c) => (c.name ? [c.name] : [])));
   for (const v of pod.spec?.volumes ?? []) {
     const attr = v.csi?.driver === driver ? v.csi.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] : undefined;
     if (attr === undefined) continue;

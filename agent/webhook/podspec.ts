@@ -17,7 +17,7 @@
 // server's validation never sees the moved items), and what cannot be served is refused
 // with a message that says what to write instead.
 
-import { AGENT_FIELDS, checkFieldRef, checkSource, OWNER_REFERENCES_FIELD, type DownwardAPISource } from '../../projections/downwardapi.ts';
+import { AGENT_FIELDS, checkFieldRef, checkSource, cleanPath, OWNER_REFERENCES_FIELD, type DownwardAPISource } from '../../projections/downwardapi.ts';
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { describe } from '../common/validation.ts';
@@ -102,7 +102,7 @@ export function rewriteSpec(spec: unknown, context: RewriteContext): SpecRewrite
   // Rendered once: every KEP env entry of a Pod gets the same literal.
   let ownersJson: string | undefined;
   const ctx: Ctx = { ...context, ownersJson: () => (ownersJson ??= renderOwnerReferencesJson(context.owners)) };
-  const names = ['containers', 'initContainers'].flatMap((k) => list(spec[k])).flatMap((c) => (isRecord(c) && typeof c.name === 'string' ? [c.name] : []));
+  const names = new Set(['containers', 'initContainers'].flatMap((k) => list(spec[k])).flatMap((c) => (isRecord(c) && typeof c.name === 'string' ? [c.name] : [])));
   list(spec.volumes).forEach((v, i) => {
     if (isRecord(v)) rewriteVolume(v, i, names, ctx, out);
   });
@@ -117,10 +117,13 @@ export function rewriteSpec(spec: unknown, context: RewriteContext): SpecRewrite
   return out;
 }
 
-function rewriteVolume(v: Json, i: number, containers: string[], ctx: Ctx, out: SpecRewrite): void {
+function rewriteVolume(v: Json, i: number, containers: ReadonlySet<string>, ctx: Ctx, out: SpecRewrite): void {
   const at = `${ctx.at}.volumes[${i}]`;
   let source: Json | undefined;
+  /** The source that becomes the CSI volume's attribute; any other beside it is refused. */
+  let moved: 'downwardAPI' | 'projected';
   if (hasOwnersItem(v.downwardAPI)) {
+    moved = 'downwardAPI';
     source = v.downwardAPI as Json;
     out.refusals.push(...checkSource(source, `${at}.downwardAPI`, containers));
   } else if (isRecord(v.projected) && list(v.projected.sources).some((s) => isRecord(s) && hasOwnersItem(s.downwardAPI))) {
@@ -132,9 +135,10 @@ function rewriteVolume(v: Json, i: number, containers: string[], ctx: Ctx, out: 
         `(downwardAPI: {items: [{path: ownerReferences, fieldRef: {fieldPath: metadata.ownerReferences}}]}) and mount it beside this one (a subPath mount if it must share a directory)`);
       return;
     }
+    moved = 'projected';
     const items = sources.flatMap((s) => list((s as Json).downwardAPI && ((s as Json).downwardAPI as Json).items));
     source = { items, ...(v.projected.defaultMode === undefined ? {} : { defaultMode: v.projected.defaultMode }) };
-    out.refusals.push(...checkSource(source, `${at}.projected`, containers));
+    out.refusals.push(...checkSource(source, `${at}.projected`, containers), ...duplicatePaths(items, `${at}.projected`));
     for (const [si, s] of sources.entries()) {
       const extra = Object.keys(((s as Json).downwardAPI ?? {}) as Json).filter((k) => k !== 'items');
       if (extra.length > 0) out.refusals.push(`${at}.projected.sources[${si}].downwardAPI: unknown field ${field(extra[0]!)}`);
@@ -144,9 +148,11 @@ function rewriteVolume(v: Json, i: number, containers: string[], ctx: Ctx, out: 
   }
   if (!source) return;
   // A server-side apply of the same manifest merges its downwardAPI source into the stored
-  // volume, which holds our own csi source from the first apply: that one is replaced.
+  // volume, which holds our own csi source from the first apply: that one is replaced. Any
+  // other source (a projected one beside a downwardAPI one too) is refused, never dropped:
+  // the API server's own check for one source only sees the rewritten volume.
   const ours = (k: string) => k === 'csi' && isRecord(v.csi) && v.csi.driver === DRIVER_NAME;
-  const kept = Object.keys(v).filter((k) => k !== 'name' && k !== 'downwardAPI' && k !== 'projected' && !ours(k));
+  const kept = Object.keys(v).filter((k) => k !== 'name' && k !== moved && !ours(k));
   if (kept.length > 0) out.refusals.push(`${at}: a volume has exactly one source; ${fields(kept)} cannot be kept beside it`);
   const attribute = JSON.stringify(source as DownwardAPISource);
   out.ops.push({
@@ -154,6 +160,19 @@ function rewriteVolume(v: Json, i: number, containers: string[], ctx: Ctx, out: 
     value: { name: v.name, csi: { driver: DRIVER_NAME, readOnly: true, volumeAttributes: { [DOWNWARD_API_ATTRIBUTE]: attribute } } },
   });
   out.changed.push(`volume ${typeof v.name === 'string' ? field(v.name) : String(i)}`);
+}
+
+/** A projected volume's paths must differ across all its sources (the API server's "conflicting duplicate paths"). */
+function duplicatePaths(items: unknown[], at: string): string[] {
+  const seen = new Set<string>();
+  const dup = new Set<string>();
+  for (const item of items) {
+    if (!isRecord(item) || typeof item.path !== 'string' || item.path === '') continue;
+    const p = cleanPath(item.path);
+    if (seen.has(p)) dup.add(p);
+    seen.add(p);
+  }
+  return [...dup].slice(0, 3).map((p) => `${at}: conflicting duplicate paths: ${field(p)} is given by more than one item`);
 }
 
 function rewriteEnv(e: Json, where: (string | number)[], container: string, ctx: Ctx, out: SpecRewrite): void {

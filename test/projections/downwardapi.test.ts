@@ -137,7 +137,7 @@ describe('checkSource refuses what the API server refuses, and what we cannot se
   });
 
   it('names a container the pod lacks when it knows the containers', () => {
-    expect(checkSource({ items: [res('n', 'ghost', 'limits.cpu')] }, 'v', ['app'])).toEqual(['v.items[0].resourceFieldRef.containerName: the pod has no container "ghost"']);
+    expect(checkSource({ items: [res('n', 'ghost', 'limits.cpu')] }, 'v', new Set(['app']))).toEqual(['v.items[0].resourceFieldRef.containerName: the pod has no container "ghost"']);
   });
 
   it('accepts every valid divisor spelling', () => {
