@@ -57,14 +57,14 @@ export const MAX_PATCH_BYTES = 512 * 1024;
 function overLimit(ops: readonly { value?: unknown }[]): number | undefined {
   let bytes = 0;
   for (const op of ops) {
-    bytes += JSON.stringify(op.value ?? null).length;
+    bytes += Buffer.byteLength(JSON.stringify(op.value ?? null));
     if (bytes > MAX_PATCH_BYTES) return bytes;
   }
   return undefined;
 }
 
 /** What the webhook makes of one object of `kind` (the kind of the request, not of the JSON). */
-export function mutate(kind: string, obj: unknown): Mutation {
+export function mutate(kind: string, obj: unknown, opts: { ephemeralOnly?: boolean } = {}): Mutation {
   const path = Object.hasOwn(POD_SPEC_PATHS, kind) ? POD_SPEC_PATHS[kind] : undefined; // never Object.prototype's keys
   if (!path) return { allowed: true, patch: [], changed: [], warnings: [] };
   const spec = dig(obj, path);
@@ -74,12 +74,15 @@ export function mutate(kind: string, obj: unknown): Mutation {
   const name = objectName(meta);
   const { owners, refusals } = template ? { owners: [], refusals: [] } : ownersOf(meta?.ownerReferences);
   if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
-  const r = rewriteSpec(spec, { template, owners, at: path.join('.') });
+  const r = rewriteSpec(spec, { template, owners, at: path.join('.'), ...(opts.ephemeralOnly ? { ephemeralOnly: true } : {}) });
   if (r.refusals.length > 0) return { allowed: false, message: denial(kind, name, r.refusals) };
   const bytes = overLimit(r.ops);
   if (bytes !== undefined) {
-    return { allowed: false, message: denial(kind, name, [`the rewrite would add more than ${bytes} bytes to the object, over the webhook's limit of ${MAX_PATCH_BYTES} ` +
-      `(each env entry with fieldRef metadata.ownerReferences gets all ${owners.length} owners as its value): use fewer such entries, or a volume`]) };
+    const env = r.ops.filter((op) => op.path.includes('/env/')).length;
+    const why = env > 0
+      ? `each of its ${env} env entries with fieldRef metadata.ownerReferences gets all ${owners.length} owners as its value: use fewer such entries, or a volume`
+      : 'its volumes\' items are that large: use fewer or shorter items';
+    return { allowed: false, message: denial(kind, name, [`the rewrite would add more than ${bytes} bytes to the object, over the webhook's limit of ${MAX_PATCH_BYTES} (${why})`]) };
   }
   const prefix = '/' + path.join('/');
   const warnings = owners.filter((o) => o.controller === true).length > 1

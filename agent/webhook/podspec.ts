@@ -78,6 +78,11 @@ export interface RewriteContext {
   owners: readonly OwnerReference[];
   /** Where the spec sits, for messages: "spec", "spec.template.spec". */
   at: string;
+  /**
+   * Only the ephemeral containers (an UPDATE of pods/ephemeralcontainers, `kubectl debug`):
+   * that subresource may change nothing else, so a patch elsewhere would fail the update.
+   */
+  ephemeralOnly?: boolean;
 }
 
 type Ctx = RewriteContext & { ownersJson(): string };
@@ -103,10 +108,12 @@ export function rewriteSpec(spec: unknown, context: RewriteContext): SpecRewrite
   let ownersJson: string | undefined;
   const ctx: Ctx = { ...context, ownersJson: () => (ownersJson ??= renderOwnerReferencesJson(context.owners)) };
   const names = new Set(['containers', 'initContainers'].flatMap((k) => list(spec[k])).flatMap((c) => (isRecord(c) && typeof c.name === 'string' ? [c.name] : [])));
-  list(spec.volumes).forEach((v, i) => {
-    if (isRecord(v)) rewriteVolume(v, i, names, ctx, out);
-  });
-  for (const kind of ['containers', 'initContainers', 'ephemeralContainers']) {
+  if (!ctx.ephemeralOnly) {
+    list(spec.volumes).forEach((v, i) => {
+      if (isRecord(v)) rewriteVolume(v, i, names, ctx, out);
+    });
+  }
+  for (const kind of ctx.ephemeralOnly ? ['ephemeralContainers'] : ['containers', 'initContainers', 'ephemeralContainers']) {
     list(spec[kind]).forEach((c, ci) => {
       if (!isRecord(c)) return;
       list(c.env).forEach((e, ei) => {

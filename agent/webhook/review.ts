@@ -97,7 +97,7 @@ export function admit(req: AdmissionRequest): Mutation {
   if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || !isRecord(req.object)) {
     return { allowed: true, patch: [], changed: [], warnings: [] };
   }
-  return mutate(req.kind.kind, req.object);
+  return mutate(req.kind.kind, req.object, { ephemeralOnly: req.kind.kind === 'Pod' && req.subResource === 'ephemeralcontainers' });
 }
 
 export function reviewOf(response: AdmissionResponse): string {

@@ -173,7 +173,14 @@ describe('refusals say what to write instead, and nothing is dropped silently', 
     const fits = Math.floor(MAX_PATCH_BYTES / (perEntry + 64));
     expect(mutate('Pod', kepPod(spec(fits) as never, owners(2_000))).allowed).toBe(true);
     expect(denial('Pod', kepPod(spec(200) as never, owners(2_000))))
-      .toMatch(/the rewrite would add more than \d+ bytes to the object, over the webhook's limit of 524288 \(each env entry with fieldRef metadata.ownerReferences gets all 2000 owners/);
+      .toMatch(/the rewrite would add more than \d+ bytes to the object, over the webhook's limit of 524288 \(each of its 200 env entries with fieldRef metadata.ownerReferences gets all 2000 owners as its value: use fewer such entries, or a volume\)$/);
+  });
+
+  it('counts bytes, not characters, and says it is the volumes when their items make the rewrite too large, not env entries it does not have', () => {
+    const items = [{ path: 'o', fieldRef: { fieldPath: OWNERS_FIELD } }, ...Array.from({ length: 127 }, (_, i) => ({ path: `${Array(15).fill('é'.repeat(120)).join('/')}/${i}`, fieldRef: { fieldPath: 'metadata.name' } }))];
+    const volumes = [{ name: 'v', downwardAPI: { items } }, { name: 'w', downwardAPI: { items } }]; // about 475,000 characters, twice as many bytes
+    expect(denial('Pod', kepPod({ containers: [{ name: 'app' }], volumes } as never)))
+      .toMatch(/over the webhook's limit of 524288 \(its volumes' items are that large: use fewer or shorter items\)$/);
   });
 
   it('names at most five problems and counts the rest', () => {

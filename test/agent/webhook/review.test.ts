@@ -45,6 +45,15 @@ describe('admit', () => {
     expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/0/env/0']);
   });
 
+  it('touches only the ephemeral containers in that UPDATE, which may change nothing else (a stored pod left in KEP syntax)', () => {
+    const kep = { name: 'O', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } };
+    const pod = kepPod({ containers: [{ name: 'app', env: [kep] }], volumes: [{ name: 'v', projected: { sources: [{ secret: { name: 's' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }],
+      ephemeralContainers: [{ name: 'dbg', env: [kep] }] } as never);
+    const m = admit(parseReview(review(req({ operation: 'UPDATE', subResource: 'ephemeralcontainers', object: pod }))));
+    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/0/env/0']);
+    expect(admit(parseReview(review(req({ operation: 'UPDATE', object: pod })))).allowed).toBe(false); // the pod itself: refused as before
+  });
+
   it('denies with the reason, as a 422 the API server shows', () => {
     const pod = kepPod({ containers: [{ name: 'app' }], volumes: [{ name: 'v', projected: { sources: [{ secret: { name: 's' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }] } as never);
     expect(responseFor('u-1', admit(parseReview(review(req({ object: pod })))))).toMatchObject({ allowed: false, status: { code: 422, message: expect.stringMatching(/secret/) } });
