@@ -12,7 +12,7 @@ import { ConfigError } from '../common/errors.ts';
 import { displayName, oneLine } from '../common/validation.ts';
 import { mutate, POD_SPEC_PATHS } from '../webhook/objects.ts';
 import { applyPatch } from '../webhook/patch.ts';
-import { decodeUtf8, InputError, readInput, yamlFailure } from './podinput.ts';
+import { decodeUtf8, InputError, KUBECTL_YAML, readInput, yamlFailure } from './podinput.ts';
 
 export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
@@ -44,7 +44,7 @@ export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdou
   const text = decodeUtf8(await readInput(source, stdin));
   if (text.trim() === '') throw new InputError('the input is empty; give a manifest (YAML or JSON)');
   const json = /^\s*[[{]/.test(text);
-  const docs = parseAllDocuments(text, { version: '1.1', logLevel: 'error' });
+  const docs = parseAllDocuments(text, KUBECTL_YAML);
   const list = Array.isArray(docs) ? docs : [docs];
   const out: unknown[] = [];
   let denied = false;
@@ -63,7 +63,7 @@ export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdou
   }
   if (denied) return EXIT_DENIED;
   if (out.length === 0) throw new InputError('the input holds no object, only empty YAML documents');
-  stdout.write(json ? out.map((o) => JSON.stringify(o, null, 2) + '\n').join('') : out.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+  stdout.write(json ? out.map((o) => JSON.stringify(o, null, 2) + '\n').join('') : out.map((o) => stringify(o, { version: '1.1', lineWidth: 0 })).join('---\n'));
   return 0;
 }
 

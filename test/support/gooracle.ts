@@ -21,3 +21,9 @@ export function goMarshal(owners: readonly OwnerReference[]): string {
   // undefined fields are dropped by JSON.stringify: Go then sees a nil *bool, as intended.
   return execFileSync(binary, { input: JSON.stringify(owners) }).toString('utf8');
 }
+
+/** Each document of a YAML stream as kubectl reads it (sigs.k8s.io/yaml: YAML 1.1 with Go's resolution). */
+export function goYamlToJson(yaml: string): unknown[] {
+  if (!binary) throw new Error('call buildOracle() in beforeAll');
+  return execFileSync(binary, ['yaml2json'], { input: yaml }).toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as unknown);
+}

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { buildOracle, goYamlToJson } from '../../support/gooracle.ts';
 import { kepSpec, workload } from '../../support/podspecs.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..', '..');
@@ -38,6 +39,20 @@ describe('ownerrefs-agent inject', () => {
     expect(ds!.spec.template.spec.containers[0].env[1].valueFrom.fieldRef.fieldPath).toBe("metadata.annotations['ownerrefs.dev/owner-references']");
     const twice = await cli(['-f', '-'], once.stdout);
     expect(twice.stdout).toBe(once.stdout);
+  });
+
+  it('prints YAML that kubectl reads as the input said: "yes", "off" and "y" stay strings, a plain date stays as written', async () => {
+    buildOracle();
+    const cm = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations: {since: 2024-01-01, flag: "on"}\ndata: {enabled: "yes", mode: "off", short: "y", n: "0644", on: "true"}\n';
+    const pod = JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'r', uid: 'u-1', controller: true }] },
+      spec: { ...kepSpec(), containers: [{ name: 'app', env: [{ name: 'FEATURE', value: 'off' }, { name: 'O', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } }] }] } });
+    const r = await cli(['-f', '-'], `${cm}---\n${pod}\n`);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const [inCm] = goYamlToJson(cm) as Obj[];
+    const [outCm, outPod] = goYamlToJson(r.stdout) as Obj[];
+    expect(outCm).toEqual(inCm);
+    expect(inCm!.metadata.annotations.since).toBe('2024-01-01');
+    expect(outPod!.spec.containers[0].env[0]).toEqual({ name: 'FEATURE', value: 'off' });
   });
 
   it('answers JSON with JSON, a List item by item', async () => {
