@@ -28,7 +28,7 @@ export const HEADERS_TIMEOUT_MS = 5_000;
 /** Bodies being read at once, together: eight of the largest, thousands of the usual few KiB. */
 export const MAX_BUFFERED_BYTES = 8 * MAX_BODY_BYTES;
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
-/** Above the API server's keep-alive timeout (90 s idle in Go's transport is the client's, ours closes first: it reconnects). */
+/** A connection that never sends a request is closed after this (one idle between requests, at keepAliveTimeout). */
 export const IDLE_TIMEOUT_MS = 60_000;
 /** Each open TLS connection costs about 55 KiB: a thousand stay well inside the pod's memory limit. */
 export const MAX_CONNECTIONS = 1_000;
