@@ -93,7 +93,7 @@ export interface BufferBudget {
 /** How `answer` reads and bounds a request, and whom it tells of a refusal. */
 export interface AnswerOptions {
   maxMessageBytes: number;
-  /** Shared by a server's streams: a request that would take it past max is refused (RESOURCE_EXHAUSTED). */
+  /** Shared by a server's streams, for requests being received or answered: one that would take it past max is refused (RESOURCE_EXHAUSTED). */
   budget?: BufferBudget;
   /** The whole body must arrive within this; default: no bound. */
   bodyTimeoutMs?: number;
@@ -135,7 +135,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
   const chunks: Buffer[] = [];
   let size = 0;
   let refused = false;
-  /** What this stream holds of the budget; given back once the message is decoded or the stream ends. */
+  /** What this stream holds of the budget: its request's bytes, given back when the stream closes (the call answered, or the client gone). */
   let held = 0;
   const release = () => {
     budget.used -= held;
@@ -184,8 +184,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
     clearTimeout(deadline);
     if (refused) return;
     const message = unframe(Buffer.concat(chunks, size), maxMessageBytes);
-    chunks.length = 0;
-    release();
+    chunks.length = 0; // still charged until the stream closes: the decoded request lives as long as its call
     if (message instanceof RpcError) return refuse(message);
     // Through a promise, so that a route throwing instead of rejecting is answered too.
     Promise.resolve(message).then(route).then((reply) => ok(stream, reply), (err: unknown) => fail(stream, toRpcError(err)));

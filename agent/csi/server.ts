@@ -18,7 +18,8 @@ import { statusName, toRpcError } from './status.ts';
 // attributes, and a pod may be as large as etcd stores (1.5 MiB): this lets any pod's
 // request through, while a confused client cannot make one stream buffer more.
 export const MAX_MESSAGE_BYTES = 2 * 1024 * 1024;
-// All streams together: sixteen of the largest requests, hundreds of the usual ones.
+// The requests of all calls being received or answered, together: sixteen of the largest,
+// thousands of the usual few KiB (a publish may wait seconds for its pod).
 const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
 // The kubelet publishes a node's volumes in parallel; beyond this its client queues.
 const MAX_CONCURRENT_STREAMS = 128;

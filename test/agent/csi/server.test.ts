@@ -134,6 +134,21 @@ describe('serveUnix', () => {
     session.destroy();
   });
 
+  it('counts a request against that bound while its call is answered too (a publish may wait seconds for its pod)', async () => {
+    const release = Promise.withResolvers<void>();
+    const started = Promise.withResolvers<void>();
+    const { c } = await serve({ NodePublishVolume: async (req: Record<string, unknown>) => {
+      if (req.volumeId === 'waits') { started.resolve(); await release.promise; }
+      return {};
+    } }, { maxBufferedBytes: 1_000 });
+    const waiting = c.call('node', 'NodePublishVolume', { volumeId: 'waits', targetPath: 'x'.repeat(600) });
+    await started.promise;
+    expect((await c.call('node', 'NodePublishVolume', { volumeId: 'v', targetPath: 'y'.repeat(600) })).code).toBe(8);
+    release.resolve();
+    expect((await waiting).code).toBe(0);
+    expect((await c.call('node', 'NodePublishVolume', { volumeId: 'v', targetPath: 'y'.repeat(600) })).code).toBe(0);
+  });
+
   it('makes the socket 0600 (only root, the kubelet, may call)', async () => {
     const { socket } = await serve({});
     expect(lstatSync(socket).mode & 0o777).toBe(0o600);
