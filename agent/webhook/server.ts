@@ -1,9 +1,11 @@
 // The webhook's HTTPS endpoint: POST /mutate with an AdmissionReview.
 //
 // Bounded, since anything in the cluster network may connect: a body must declare its
-// Content-Length (411 otherwise; the API server always does) and is read into one buffer of
-// that size (chunks are not kept: a body in one-byte chunks took 1.9 GB), over MAX_BODY_BYTES
-// it is refused with 413, and past MAX_BUFFERED_BYTES of bodies being read at once with 503.
+// Content-Length (411 otherwise; the API server always does), over MAX_BODY_BYTES it is
+// refused with 413; it is read into one buffer that grows as bytes arrive (chunks are not
+// kept: a body in one-byte chunks took 1.9 GB), and past MAX_BUFFERED_BYTES in the buffers
+// of all bodies being read it is refused with 503 (bytes that came, not bytes declared: a
+// declaration costs nothing).
 // A request must arrive whole within REQUEST_TIMEOUT_MS, and the headers within
 // HEADERS_TIMEOUT_MS; a TLS handshake within HANDSHAKE_TIMEOUT_MS; a connection quiet for
 // IDLE_TIMEOUT_MS is closed, and at most MAX_CONNECTIONS are open. A body that is not
@@ -59,7 +61,7 @@ export function startWebhookServer(opts: {
 }): Promise<WebhookServer> {
   const observe = opts.observe ?? (() => {});
   const requestTimeout = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
-  const budget = { used: 0, max: opts.maxBufferedBytes ?? MAX_BUFFERED_BYTES };
+  const budget: BodyBudget = { used: 0, max: opts.maxBufferedBytes ?? MAX_BUFFERED_BYTES };
   // Node checks the timeouts every connectionsCheckingInterval (30 s by default): often enough here.
   const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS,
     connectionsCheckingInterval: Math.min(1_000, requestTimeout / 2) }, (req, res) => {
@@ -76,9 +78,8 @@ export function startWebhookServer(opts: {
     const declared = contentLength(req);
     if (declared === undefined) return refuse(411, 'LengthRequired', 'a request body must declare its Content-Length', 'malformed');
     if (declared > MAX_BODY_BYTES) return refuse(413, 'TooLarge', `request body over ${MAX_BODY_BYTES} bytes`, 'malformed');
-    if (budget.used + declared > budget.max) return refuse(503, 'Busy', `request bodies being read hold ${budget.max} bytes already; retry`, 'error');
-    budget.used += declared;
-    readBody(req, declared).finally(() => { budget.used -= declared; }).then((body) => {
+    readBody(req, declared, budget).then((body) => {
+      if (body === BUSY) return refuse(503, 'Busy', `request bodies being read hold ${budget.max} bytes already; retry`, 'error');
       if (body === undefined) return refuse(400, 'BadLength', 'the body is longer than its Content-Length', 'malformed');
       handle(body, res, opts.log, done);
     }, () => res.destroy());
@@ -96,7 +97,10 @@ export function startWebhookServer(opts: {
       : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? '413 Payload Too Large' : '400 Bad Request';
     opts.log.warn({ [F.reason]: 'ClientError', [F.err]: clip(`${err.code ?? 'error'}: ${err.message}`, MAX_FIELD) }, `answered ${status}`);
     observe('malformed', '');
-    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    // Then closed both ways: a client that keeps its half open would keep the request (and
+    // what its body holds) alive.
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
+    setTimeout(() => socket.destroy(), 1_000).unref(); // one that does not read its answer either
   });
   server.requestTimeout = requestTimeout;
   server.headersTimeout = Math.min(HEADERS_TIMEOUT_MS, server.requestTimeout);
@@ -176,26 +180,59 @@ function contentLength(req: IncomingMessage): number | undefined {
   return v !== undefined && /^\d{1,10}$/.test(v) ? Number(v) : undefined;
 }
 
+const BUSY = Symbol('busy');
+
+/** The bytes the buffers of the bodies being read hold, together, and their bound. */
+interface BodyBudget {
+  used: number;
+  readonly max: number;
+}
+
 /**
- * The body as text, read into one buffer of its declared length (Node's parser holds the
- * body to it), or undefined if more arrives all the same (the rest is not read).
+ * The body as text, read into one buffer that doubles as bytes arrive, up to its declared
+ * `length` (Node's parser holds the body to it); the buffer is charged to `budget` until the
+ * body is read or the request ends. undefined: more arrived than declared; BUSY: the budget
+ * is spent. The rest of the body is then not read.
  */
-function readBody(req: IncomingMessage, length: number): Promise<string | undefined> {
+function readBody(req: IncomingMessage, length: number, budget: BodyBudget): Promise<string | undefined | typeof BUSY> {
   return new Promise((resolve, reject) => {
-    const buf = Buffer.allocUnsafe(length);
+    let buf = Buffer.alloc(0);
     let at = 0;
+    let charged = 0;
+    const giveBack = () => {
+      budget.used -= charged;
+      charged = 0;
+    };
+    const stop = (why: undefined | typeof BUSY) => {
+      req.removeAllListeners('data');
+      req.pause();
+      giveBack();
+      resolve(why);
+    };
     req.on('data', (c: Buffer) => {
-      if (at + c.length > length) {
-        req.removeAllListeners('data');
-        req.pause();
-        resolve(undefined);
-        return;
+      if (at + c.length > length) return stop(undefined);
+      if (at + c.length > buf.length) {
+        const size = Math.min(length, Math.max(at + c.length, 2 * buf.length, 16 * 1024));
+        if (budget.used - charged + size > budget.max) return stop(BUSY);
+        budget.used += size - charged;
+        charged = size;
+        const grown = Buffer.allocUnsafe(size);
+        buf.copy(grown, 0, 0, at);
+        buf = grown;
       }
       c.copy(buf, at);
       at += c.length;
     });
-    req.on('end', () => resolve(buf.toString('utf8', 0, at)));
-    req.on('error', reject);
+    req.on('end', () => {
+      const text = buf.toString('utf8', 0, at);
+      giveBack();
+      resolve(text);
+    });
+    req.once('close', giveBack); // the client went, or the request timed out
+    req.on('error', (err) => {
+      giveBack();
+      reject(err);
+    });
   });
 }
 

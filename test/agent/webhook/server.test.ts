@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { ensureServingTls } from '../../../agent/webhook/certs.ts';
 import { MAX_BODY_BYTES, startWebhookServer, type WebhookServer } from '../../../agent/webhook/server.ts';
@@ -131,6 +131,37 @@ describe('the webhook endpoint', () => {
       expect((await held).status).toBe(408); // its 900 bytes are given back
       for (let i = 0; i < 3; i++) expect((await post(`{"${'z'.repeat(800)}":1}`, at)).status).toBe(400); // read, not refused
     } finally {
+      await busy.close();
+    }
+  });
+
+  it('charges what bodies sent, not what they declared, and frees it from a client that keeps its half open after the 408', async () => {
+    const t = await ensureServingTls(store(), OPTS);
+    const busy = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: memoryLogger().log, requestTimeoutMs: 1_000, maxBufferedBytes: 60_000 });
+    const hostile: tls.TLSSocket[] = [];
+    try {
+      const at = { port: (busy.server.address() as { port: number }).port, ca: t.caBundle };
+      const answers: string[] = [];
+      for (let i = 0; i < 3; i++) { // each declares 4 MiB, sends a byte and more now and then, and never closes
+        const s = tls.connect({ host: '127.0.0.1', port: at.port, ca: t.caBundle, allowHalfOpen: true } as tls.ConnectionOptions);
+        s.on('error', () => {});
+        s.on('data', (d: Buffer) => answers.push(d.toString().split('\r\n')[0]!));
+        hostile.push(s);
+        await once(s, 'secureConnect');
+        s.write(`POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: ${MAX_BODY_BYTES}\r\n\r\n{`);
+      }
+      const trickle = setInterval(() => { for (const s of hostile) if (!s.destroyed) s.write(' '); }, 200);
+      try {
+        await new Promise((r) => setTimeout(r, 100));
+        expect((await post('{}', at)).status).toBe(400); // 3 x 16 KiB buffered, far under the bound: served
+        await vi.waitFor(() => expect(answers).toEqual(Array(3).fill('HTTP/1.1 408 Request Timeout')), { timeout: 5_000 });
+        await vi.waitFor(() => expect(hostile.every((s) => s.destroyed || s.readableEnded)).toBe(true), { timeout: 5_000 });
+        for (let i = 0; i < 3; i++) expect((await post(`{"${'z'.repeat(50_000)}":1}`, at)).status).toBe(400); // 50 KB each: nothing left held
+      } finally {
+        clearInterval(trickle);
+      }
+    } finally {
+      for (const s of hostile) s.destroy();
       await busy.close();
     }
   });
