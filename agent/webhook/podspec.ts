@@ -17,7 +17,7 @@
 // server's validation never sees the moved items), and what cannot be served is refused
 // with a message that says what to write instead.
 
-import { AGENT_FIELDS, checkFieldRef, checkSource, cleanPath, OWNER_REFERENCES_FIELD, type DownwardAPISource } from '../../projections/downwardapi.ts';
+import { AGENT_FIELDS, checkFieldRef, checkSource, OWNER_REFERENCES_FIELD, type DownwardAPISource } from '../../projections/downwardapi.ts';
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { describe } from '../common/validation.ts';
@@ -169,15 +169,17 @@ function rewriteVolume(v: Json, i: number, containers: ReadonlySet<string>, ctx:
   out.changed.push(`volume ${typeof v.name === 'string' ? field(v.name) : String(i)}`);
 }
 
-/** A projected volume's paths must differ across all its sources (the API server's "conflicting duplicate paths"). */
+/**
+ * A projected volume's item paths must differ across all its sources: the API server's
+ * "conflicting duplicate paths", which compares them as written ("a" and "./a" pass).
+ */
 function duplicatePaths(items: unknown[], at: string): string[] {
   const seen = new Set<string>();
   const dup = new Set<string>();
   for (const item of items) {
     if (!isRecord(item) || typeof item.path !== 'string' || item.path === '') continue;
-    const p = cleanPath(item.path);
-    if (seen.has(p)) dup.add(p);
-    seen.add(p);
+    if (seen.has(item.path)) dup.add(item.path);
+    seen.add(item.path);
   }
   return [...dup].slice(0, 3).map((p) => `${at}: conflicting duplicate paths: ${field(p)} is given by more than one item`);
 }

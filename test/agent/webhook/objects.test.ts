@@ -131,7 +131,7 @@ describe('refusals say what to write instead, and nothing is dropped silently', 
       volumes: [{ name: 'v', projected: { sources: [{ downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: OWNERS_FIELD } }] } }] }, downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }] } }] },
     { name: 'a projected volume whose sources give one path twice (the API server\'s conflicting duplicate paths)', error: /projected: conflicting duplicate paths: info is given by more than one item/,
       volumes: [{ name: 'v', projected: { sources: [{ downwardAPI: { items: [{ path: 'info', fieldRef: { fieldPath: OWNERS_FIELD } }] } },
-        { downwardAPI: { items: [{ path: './info', fieldRef: { fieldPath: 'metadata.name' } }] } }] } }] },
+        { downwardAPI: { items: [{ path: 'info', fieldRef: { fieldPath: 'metadata.name' } }] } }] } }] },
     { name: 'env with apiVersion v2', error: /only "v1"/, env: { name: 'O', valueFrom: { fieldRef: { apiVersion: 'v2', fieldPath: OWNERS_FIELD } } } },
     { name: 'env with both value and valueFrom', error: /cannot be combined with value/, env: { ...kepEnv(), value: 'x' } },
   ];
