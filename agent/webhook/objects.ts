@@ -9,7 +9,7 @@
 
 import type { OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
-import { mentionsOwnerReferences, rewriteSpec, type PatchOp } from './podspec.ts';
+import { mentionsOwnerReferences, rewriteSpec, type PatchOp, type RewriteContext } from './podspec.ts';
 
 /** Kind -> path of its pod spec. */
 export const POD_SPEC_PATHS: Readonly<Record<string, readonly string[]>> = {
@@ -64,7 +64,7 @@ function overLimit(ops: readonly { value?: unknown }[]): number | undefined {
 }
 
 /** What the webhook makes of one object of `kind` (the kind of the request, not of the JSON). */
-export function mutate(kind: string, obj: unknown, opts: { ephemeralOnly?: boolean } = {}): Mutation {
+export function mutate(kind: string, obj: unknown, opts: Pick<RewriteContext, 'ephemeralOnly'> = {}): Mutation {
   const path = Object.hasOwn(POD_SPEC_PATHS, kind) ? POD_SPEC_PATHS[kind] : undefined; // never Object.prototype's keys
   if (!path) return { allowed: true, patch: [], changed: [], warnings: [] };
   const spec = dig(obj, path);
@@ -74,7 +74,7 @@ export function mutate(kind: string, obj: unknown, opts: { ephemeralOnly?: boole
   const name = objectName(meta);
   const { owners, refusals } = template ? { owners: [], refusals: [] } : ownersOf(meta?.ownerReferences);
   if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
-  const r = rewriteSpec(spec, { template, owners, at: path.join('.'), ...(opts.ephemeralOnly ? { ephemeralOnly: true } : {}) });
+  const r = rewriteSpec(spec, { template, owners, at: path.join('.'), ...(opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {}) });
   if (r.refusals.length > 0) return { allowed: false, message: denial(kind, name, r.refusals) };
   const bytes = overLimit(r.ops);
   if (bytes !== undefined) {

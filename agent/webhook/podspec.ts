@@ -79,10 +79,11 @@ export interface RewriteContext {
   /** Where the spec sits, for messages: "spec", "spec.template.spec". */
   at: string;
   /**
-   * Only the ephemeral containers (an UPDATE of pods/ephemeralcontainers, `kubectl debug`):
-   * that subresource may change nothing else, so a patch elsewhere would fail the update.
+   * Only the ephemeral containers being added (an UPDATE of pods/ephemeralcontainers,
+   * `kubectl debug`), not these, already in the pod: that subresource may change nothing
+   * else, so a patch elsewhere would fail the update.
    */
-  ephemeralOnly?: boolean;
+  ephemeralOnly?: { existing: ReadonlySet<string> };
 }
 
 type Ctx = RewriteContext & { ownersJson(): string };
@@ -115,7 +116,7 @@ export function rewriteSpec(spec: unknown, context: RewriteContext): SpecRewrite
   }
   for (const kind of ctx.ephemeralOnly ? ['ephemeralContainers'] : ['containers', 'initContainers', 'ephemeralContainers']) {
     list(spec[kind]).forEach((c, ci) => {
-      if (!isRecord(c)) return;
+      if (!isRecord(c) || (kind === 'ephemeralContainers' && typeof c.name === 'string' && ctx.ephemeralOnly?.existing.has(c.name))) return;
       list(c.env).forEach((e, ei) => {
         if (isRecord(e)) rewriteEnv(e, [kind, ci, 'env', ei], typeof c.name === 'string' ? field(c.name) : String(ci), ctx, out);
       });

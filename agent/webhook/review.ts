@@ -16,6 +16,8 @@ export interface AdmissionRequest {
   name?: string;
   subResource?: string;
   object: unknown;
+  /** The object before an UPDATE. */
+  oldObject?: unknown;
 }
 
 export interface AdmissionResponse {
@@ -68,7 +70,7 @@ export function parseReview(body: string): AdmissionRequest {
   }
   if (typeof r.operation !== 'string') throw new ReviewError('request.operation is missing', uid);
   return {
-    uid, operation: r.operation, object: r.object,
+    uid, operation: r.operation, object: r.object, ...(r.oldObject !== undefined ? { oldObject: r.oldObject } : {}),
     kind: { group: kind.group, version: kind.version, kind: kind.kind },
     ...(typeof r.namespace === 'string' ? { namespace: r.namespace } : {}),
     ...(typeof r.name === 'string' ? { name: r.name } : {}),
@@ -97,7 +99,17 @@ export function admit(req: AdmissionRequest): Mutation {
   if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || !isRecord(req.object)) {
     return { allowed: true, patch: [], changed: [], warnings: [] };
   }
-  return mutate(req.kind.kind, req.object, { ephemeralOnly: req.kind.kind === 'Pod' && req.subResource === 'ephemeralcontainers' });
+  if (req.kind.kind === 'Pod' && req.subResource === 'ephemeralcontainers') {
+    return mutate(req.kind.kind, req.object, { ephemeralOnly: { existing: ephemeralNames(req.oldObject) } });
+  }
+  return mutate(req.kind.kind, req.object);
+}
+
+/** The names of a pod's ephemeral containers (its old object: those the API server forbids changing). */
+function ephemeralNames(pod: unknown): Set<string> {
+  const spec = isRecord(pod) ? pod.spec : undefined;
+  const list = isRecord(spec) && Array.isArray(spec.ephemeralContainers) ? spec.ephemeralContainers as unknown[] : [];
+  return new Set(list.flatMap((c) => (isRecord(c) && typeof c.name === 'string' ? [c.name] : [])));
 }
 
 export function reviewOf(response: AdmissionResponse): string {

@@ -54,6 +54,14 @@ describe('admit', () => {
     expect(admit(parseReview(review(req({ operation: 'UPDATE', object: pod })))).allowed).toBe(false); // the pod itself: refused as before
   });
 
+  it('leaves the ephemeral containers the pod already has as they are (the API server forbids changing them), rewriting the one added', () => {
+    const kep = { name: 'O', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } };
+    const before = kepPod({ containers: [{ name: 'app' }], ephemeralContainers: [{ name: 'old', env: [kep] }] } as never);
+    const after = kepPod({ containers: [{ name: 'app' }], ephemeralContainers: [{ name: 'old', env: [kep] }, { name: 'new', env: [kep] }] } as never);
+    const m = admit(parseReview(review(req({ operation: 'UPDATE', subResource: 'ephemeralcontainers', object: after, oldObject: before }))));
+    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/1/env/0']);
+  });
+
   it('denies with the reason, as a 422 the API server shows', () => {
     const pod = kepPod({ containers: [{ name: 'app' }], volumes: [{ name: 'v', projected: { sources: [{ secret: { name: 's' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }] } as never);
     expect(responseFor('u-1', admit(parseReview(review(req({ object: pod })))))).toMatchObject({ allowed: false, status: { code: 422, message: expect.stringMatching(/secret/) } });
