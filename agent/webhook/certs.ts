@@ -13,9 +13,12 @@
 //      is left, it is not valid yet, its names differ, tls.key is not its key, or a new CA
 //      came. A new CA goes first in ca.crt, and the CAs trusted until then stay after it
 //      (the old ca.crt's, and the configuration's caBundle: after the Secret was deleted
-//      that is the only record of the CA the other replicas still serve under) for
-//      RETIRE_MS, then are dropped. Update with the resourceVersion read, keeping the
-//      Secret's type; a 409 means another replica renewed first: start again from step 1.
+//      that is the only record of the CA the other replicas still serve under), listed in
+//      the annotation RETIRING_ANNOTATION. A replica drops the listed CAs once it has seen
+//      that annotation for RETIRE_MS by its own monotonic clock (replicas' wall clocks may
+//      differ); CAs it did not list (a bundle made by hand) are never dropped. Update with
+//      the resourceVersion read, keeping the Secret's type, labels and annotations; a 409
+//      means another replica renewed first: start again from step 1.
 //   3. Patch caBundle in each webhook of the configuration that differs from ca.crt
 //      (a JSON Patch guarded by a test of the resourceVersion read; when another replica
 //      patched first, the test fails: read again and retry).
@@ -47,6 +50,8 @@ export const CHECK_MS = 60_000;
  * widens what its key could sign, and deleting the Secret is how an operator revokes a CA.
  */
 export const RETIRE_MS = 15 * 60_000;
+/** On the Secret: the SHA-256 fingerprints of the CAs in ca.crt that a new CA replaced. */
+export const RETIRING_ANNOTATION = 'ownerrefs.dev/retiring-cas';
 /** Certificates are valid from this long before they are made (replicas' clocks differ). */
 const BACKDATE_MS = 3_600_000;
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
@@ -67,10 +72,26 @@ export interface CertOptions {
   now?: () => number;
   /** PEM: the CAs the API server trusts now (the configuration's caBundle), read only when a new CA is made. */
   trusted?: () => Promise<string>;
+  /** Milliseconds since this process first saw `key` (firstSeen); without it, replaced CAs are never dropped. */
+  seenFor?: (key: string) => number;
+}
+
+/** A monotonic "how long since I first saw this", one per process: the replicas' wall clocks may differ. */
+export function firstSeen(now: () => number = () => performance.now()): (key: string) => number {
+  const seen = new Map<string, number>();
+  return (key) => {
+    const t = now();
+    if (!seen.has(key)) seen.set(key, t);
+    return t - seen.get(key)!;
+  };
 }
 
 interface SecretData { 'tls.crt': string; 'tls.key': string; 'ca.crt': string; 'ca.key': string }
-interface Secret { metadata: { resourceVersion?: string }; type?: string; data?: Record<string, string> }
+interface Secret {
+  metadata: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  type?: string;
+  data?: Record<string, string>;
+}
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const unb64 = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
@@ -176,30 +197,35 @@ function validCas(pem: string, now: number): string[] {
   });
 }
 
-/**
- * Step 2's verdicts on what the Secret holds: make a new CA, a new serving certificate, or
- * (`trim`) drop from ca.crt the CAs its first one replaced RETIRE_MS ago.
- */
-export function due(data: Partial<SecretData>, o: CertOptions, now: number): { ca: boolean; cert: boolean; trim: boolean } {
+/** Step 2's verdicts on what the Secret holds: make a new CA, a new serving certificate. */
+export function due(data: Partial<SecretData>, o: CertOptions, now: number): { ca: boolean; cert: boolean } {
   let ca: X509Certificate;
   try {
     ca = new X509Certificate(data['ca.key'] ? pems(data['ca.crt'] ?? '')[0] ?? '' : '');
   } catch {
-    return { ca: true, cert: true, trim: false };
+    return { ca: true, cert: true };
   }
   // A ca.key that is not the CA's would sign certificates nobody trusts.
   const caDue = outOfTime(ca, now, CA_RENEW_MS) || !keyOf(ca, privateKey(data['ca.key']));
-  const trim = !caDue && pems(data['ca.crt'] ?? '').length > 1 && now >= Date.parse(ca.validFrom) + BACKDATE_MS + RETIRE_MS;
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(data['tls.crt'] ?? '');
   } catch {
-    return { ca: caDue, cert: true, trim };
+    return { ca: caDue, cert: true };
   }
   // A tls.key that is not the certificate's would make every replica fail to serve.
   const certDue = caDue || outOfTime(cert, now, CERT_RENEW_MS) || !cert.checkIssued(ca) || !cert.verify(ca.publicKey) ||
     names(cert).join(',') !== wanted(o).join(',') || !keyOf(cert, privateKey(data['tls.key']));
-  return { ca: caDue, cert: certDue, trim };
+  return { ca: caDue, cert: certDue };
+}
+
+const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
+
+/** The CAs of `bundle` listed in `retiring` (the annotation), once this replica has seen that list for RETIRE_MS. */
+function retired(bundle: string, retiring: string | undefined, o: CertOptions): Set<string> {
+  if (!retiring || !o.seenFor || o.seenFor(retiring) < RETIRE_MS) return new Set();
+  const listed = new Set(retiring.split(','));
+  return new Set(pems(bundle).filter((p) => { try { return listed.has(fingerprint(p)); } catch { return false; } }));
 }
 
 /** Steps 1-2: the Secret's pair after making or renewing what was due. */
@@ -213,24 +239,33 @@ export async function ensureServingTls(api: ApiClient, o: CertOptions): Promise<
     });
     const data: Partial<SecretData> = Object.fromEntries(Object.entries(secret?.data ?? {}).map(([k, v]) => [k, unb64(v)]));
     const d = due(data, o, now);
-    if (secret && !d.ca && !d.cert && !d.trim) return { cert: data['tls.crt']!, key: data['tls.key']!, caBundle: data['ca.crt']! };
+    const retiring = secret?.metadata.annotations?.[RETIRING_ANNOTATION];
+    const drop = d.ca ? new Set<string>() : retired(data['ca.crt'] ?? '', retiring, o);
+    if (secret && !d.ca && !d.cert && drop.size === 0) return { cert: data['tls.crt']!, key: data['tls.key']!, caBundle: data['ca.crt']! };
     let ca = { cert: pems(data['ca.crt'] ?? '')[0] ?? '', key: data['ca.key'] ?? '' };
     let bundle = data['ca.crt'] ?? '';
+    let nextRetiring = drop.size > 0 ? undefined : retiring;
     if (d.ca) {
       // Still trusted beside the new CA, so that a replica serving a pair they signed is
       // called until its next check: the old ca.crt's and the configuration's (at most two).
-      const before = validCas(bundle + (await o.trusted?.() ?? ''), now);
+      const before = validCas(bundle + (await o.trusted?.() ?? ''), now).slice(0, 2);
       ca = await makeCa(now);
-      bundle = [ca.cert, ...before.slice(0, 2)].join('');
-    } else if (d.trim) {
-      bundle = ca.cert;
+      bundle = [ca.cert, ...before].join('');
+      nextRetiring = before.length > 0 ? before.map(fingerprint).join(',') : undefined;
+    } else if (drop.size > 0) {
+      bundle = pems(bundle).filter((p) => !drop.has(p)).join('');
     }
     const serving = d.cert ? await makeServing(ca, o, now) : { cert: data['tls.crt']!, key: data['tls.key']! };
     const next: SecretData = { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': bundle, 'ca.key': ca.key };
+    const annotations = Object.fromEntries(Object.entries(secret?.metadata.annotations ?? {}).filter(([k]) => k !== RETIRING_ANNOTATION));
+    if (nextRetiring) annotations[RETIRING_ANNOTATION] = nextRetiring;
     const body = {
       // A Secret's type cannot change: one made by hand as Opaque keeps its type.
       apiVersion: 'v1', kind: 'Secret', type: secret?.type ?? 'kubernetes.io/tls',
-      metadata: { name: o.secretName, namespace: o.namespace, labels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' }, ...(secret ? { resourceVersion: secret.metadata.resourceVersion } : {}) },
+      metadata: {
+        name: o.secretName, namespace: o.namespace, labels: { ...secret?.metadata.labels, 'app.kubernetes.io/name': 'ownerrefs-webhook' }, annotations,
+        ...(secret ? { resourceVersion: secret.metadata.resourceVersion } : {}),
+      },
       data: Object.fromEntries(Object.entries(next).map(([k, v]) => [k, b64(v)])),
     };
     try {

@@ -51,7 +51,7 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
     const names = [svc, `${svc}.${cfg.namespace}`, `${svc}.${cfg.namespace}.svc`, ...cfg.extraSans.filter((s) => !isIP(s))];
     const opts = {
       namespace: cfg.namespace, secretName: cfg.secret, dnsNames: names, ipAddresses: cfg.extraSans.filter((s) => isIP(s)),
-      trusted: () => certs.configuredCas(api, cfg.configName),
+      trusted: () => certs.configuredCas(api, cfg.configName), seenFor: certs.firstSeen(),
     };
     refresh = async () => {
       const t = await certs.ensureServingTls(api, opts);

@@ -2,12 +2,12 @@ import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { generateKeyPairSync } from 'node:crypto';
-import { CERT_LIFETIME_MS, CERT_RENEW_MS, CA_LIFETIME_MS, CA_RENEW_MS, RETIRE_MS, configuredCas, due, ensureServingTls, syncCaBundle } from '../../../agent/webhook/certs.ts';
+import { CERT_LIFETIME_MS, CERT_RENEW_MS, CA_LIFETIME_MS, CA_RENEW_MS, RETIRE_MS, RETIRING_ANNOTATION, configuredCas, due, ensureServingTls, firstSeen, syncCaBundle } from '../../../agent/webhook/certs.ts';
 import { notServable } from '../../../agent/webhook/command.ts';
 
 /** An API server holding one Secret and one webhook configuration, with resourceVersions and conflicts. */
 function fakeApi(opts: { raceOnce?: boolean } = {}) {
-  let secret: { metadata: { resourceVersion: string }; data: Record<string, string> } | undefined;
+  let secret: { metadata: { resourceVersion: string; labels?: Record<string, string>; annotations?: Record<string, string> }; data: Record<string, string> } | undefined;
   let cfg = { metadata: { resourceVersion: '1' }, webhooks: [{ name: 'a', clientConfig: {} as { caBundle?: string } }, { name: 'b', clientConfig: {} as { caBundle?: string } }] };
   let rv = 1;
   let race = opts.raceOnce ?? false;
@@ -27,15 +27,16 @@ function fakeApi(opts: { raceOnce?: boolean } = {}) {
         if (!secret) throw new ApiError(404, 'NotFound', 'not found');
         return structuredClone(secret) as T;
       }
-      const b = body as { metadata: { resourceVersion?: string }; data: Record<string, string> };
+      const b = body as { metadata: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; data: Record<string, string> };
+      const meta = () => ({ resourceVersion: String(++rv), ...(b.metadata.labels ? { labels: b.metadata.labels } : {}), ...(b.metadata.annotations ? { annotations: b.metadata.annotations } : {}) });
       if (race) { // another replica writes first
         race = false;
-        secret = { metadata: { resourceVersion: String(++rv) }, data: b.data };
+        secret = { metadata: meta(), data: b.data };
         throw new ApiError(409, 'AlreadyExists', 'conflict');
       }
       if (method === 'POST' && secret) throw new ApiError(409, 'AlreadyExists', 'exists');
       if (method === 'PUT' && b.metadata.resourceVersion !== secret?.metadata.resourceVersion) throw new ApiError(409, 'Conflict', 'stale');
-      secret = { metadata: { resourceVersion: String(++rv) }, data: b.data };
+      secret = { metadata: meta(), data: b.data };
       return secret as T;
     },
     stream: () => Promise.reject(new Error('no streams')),
@@ -81,7 +82,7 @@ describe('self-managed TLS', () => {
     const a = await ensureServingTls(f.api, { ...OPTS, now: () => now });
     const later = now + CERT_LIFETIME_MS - CERT_RENEW_MS + 86_400_000;
     const caKey = Buffer.from(f.secret()!.data['ca.key']!, 'base64').toString();
-    expect(due({ 'tls.crt': a.cert, 'tls.key': a.key, 'ca.crt': a.caBundle, 'ca.key': caKey }, OPTS, later)).toEqual({ ca: false, cert: true, trim: false });
+    expect(due({ 'tls.crt': a.cert, 'tls.key': a.key, 'ca.crt': a.caBundle, 'ca.key': caKey }, OPTS, later)).toEqual({ ca: false, cert: true });
     const b = await ensureServingTls(f.api, { ...OPTS, now: () => later });
     expect(b.cert).not.toBe(a.cert);
     expect(b.caBundle).toBe(a.caBundle);
@@ -95,24 +96,44 @@ describe('self-managed TLS', () => {
     expect(b.caBundle).toBe(a.caBundle);
   });
 
-  it('rotates the CA before it expires, trusting the old one beside the new for RETIRE_MS, then dropping it', async () => {
+  it('rotates the CA before it expires, trusting the old one beside the new until this replica has seen it so for RETIRE_MS', async () => {
     const f = fakeApi();
     const now = Date.now();
-    const a = await ensureServingTls(f.api, { ...OPTS, now: () => now });
+    let mono = 0;
+    const seenFor = firstSeen(() => mono); // this replica's own monotonic clock, not the CA's dates
+    const a = await ensureServingTls(f.api, { ...OPTS, now: () => now, seenFor });
     const later = now + CA_LIFETIME_MS - CA_RENEW_MS + 86_400_000;
-    const b = await ensureServingTls(f.api, { ...OPTS, now: () => later });
+    const b = await ensureServingTls(f.api, { ...OPTS, now: () => later, seenFor });
     const bundle = certsOf(b.caBundle);
     expect(bundle).toHaveLength(2);
     expect(bundle[1]!.trim()).toBe(a.caBundle.trim());
     expect(new X509Certificate(b.cert).verify(new X509Certificate(bundle[0]!).publicKey)).toBe(true);
-    expect(await ensureServingTls(f.api, { ...OPTS, now: () => later + RETIRE_MS - 60_000 })).toEqual(b); // still trusted
-    const c = await ensureServingTls(f.api, { ...OPTS, now: () => later + RETIRE_MS });
+    expect(await ensureServingTls(f.api, { ...OPTS, now: () => later + 4 * RETIRE_MS, seenFor })).toEqual(b); // first seen now: a wall clock an hour ahead changes nothing
+    mono += RETIRE_MS - 1;
+    expect(await ensureServingTls(f.api, { ...OPTS, now: () => later, seenFor })).toEqual(b); // still trusted
+    mono += 1;
+    const c = await ensureServingTls(f.api, { ...OPTS, now: () => later, seenFor });
     expect(certsOf(c.caBundle)).toEqual([bundle[0]]);
     expect([c.cert, c.key]).toEqual([b.cert, b.key]); // the pair served is not renewed for it
+    expect(f.secret()!.metadata).not.toHaveProperty(['annotations', RETIRING_ANNOTATION]);
+  });
+
+  it('never drops CAs it did not put beside a new one (a bundle made by hand), and keeps the Secret\'s own labels and annotations', async () => {
+    const f = fakeApi();
+    const a = await ensureServingTls(f.api, OPTS);
+    const other = await ensureServingTls(fakeApi().api, OPTS);
+    const s = f.secret()!;
+    s.data['ca.crt'] = Buffer.from(a.caBundle + other.caBundle).toString('base64');
+    Object.assign(s.metadata, { labels: { team: 'x' }, annotations: { 'gitops/managed': 'yes' } });
+    const seenFor = () => 10 * RETIRE_MS;
+    expect((await ensureServingTls(f.api, { ...OPTS, seenFor })).caBundle).toBe(a.caBundle + other.caBundle);
+    const renewed = await ensureServingTls(f.api, { ...OPTS, dnsNames: ['other'], seenFor }); // a write for another reason
+    expect(renewed.caBundle).toBe(a.caBundle + other.caBundle);
+    expect(f.secret()!.metadata).toMatchObject({ labels: { team: 'x', 'app.kubernetes.io/name': 'ownerrefs-webhook' }, annotations: { 'gitops/managed': 'yes' } });
   });
 
   it('makes everything again when the Secret holds garbage', async () => {
-    expect(due({ 'tls.crt': 'x', 'ca.crt': 'y', 'ca.key': 'z' }, OPTS, Date.now())).toEqual({ ca: true, cert: true, trim: false });
+    expect(due({ 'tls.crt': 'x', 'ca.crt': 'y', 'ca.key': 'z' }, OPTS, Date.now())).toEqual({ ca: true, cert: true });
   });
 });
 
@@ -121,12 +142,12 @@ const data = (f: ReturnType<typeof fakeApi>) => Object.fromEntries(Object.entrie
 const otherKey = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 describe('self-managed TLS with a Secret that went wrong', () => {
-  it.each<[string, (d: Record<string, string>) => Record<string, string>, { ca: boolean; cert: boolean; trim: boolean }]>([
-    ['a tls.key that is not the certificate\'s (every replica would fail to serve it)', (d) => ({ ...d, 'tls.key': otherKey() }), { ca: false, cert: true, trim: false }],
-    ['a tls.key that does not parse', (d) => ({ ...d, 'tls.key': 'garbage' }), { ca: false, cert: true, trim: false }],
-    ['a ca.key that is not the CA\'s (it would sign certificates nobody trusts)', (d) => ({ ...d, 'ca.key': otherKey() }), { ca: true, cert: true, trim: false }],
-    ['a ca.key that does not parse', (d) => ({ ...d, 'ca.key': 'garbage' }), { ca: true, cert: true, trim: false }],
-    ['the pair as written', (d) => d, { ca: false, cert: false, trim: false }],
+  it.each<[string, (d: Record<string, string>) => Record<string, string>, { ca: boolean; cert: boolean }]>([
+    ['a tls.key that is not the certificate\'s (every replica would fail to serve it)', (d) => ({ ...d, 'tls.key': otherKey() }), { ca: false, cert: true }],
+    ['a tls.key that does not parse', (d) => ({ ...d, 'tls.key': 'garbage' }), { ca: false, cert: true }],
+    ['a ca.key that is not the CA\'s (it would sign certificates nobody trusts)', (d) => ({ ...d, 'ca.key': otherKey() }), { ca: true, cert: true }],
+    ['a ca.key that does not parse', (d) => ({ ...d, 'ca.key': 'garbage' }), { ca: true, cert: true }],
+    ['the pair as written', (d) => d, { ca: false, cert: false }],
   ])('judges %s', async (_what, edit, verdict) => {
     const f = fakeApi();
     await ensureServingTls(f.api, OPTS);
@@ -151,7 +172,7 @@ describe('self-managed TLS with a Secret that went wrong', () => {
     const opts = { ...OPTS, ipAddresses: ['::1', 'FD00::5'] };
     const a = await ensureServingTls(f.api, opts);
     expect(new X509Certificate(a.cert).subjectAltName).toContain('IP Address:0:0:0:0:0:0:0:1');
-    expect(due(data(f), opts, Date.now())).toEqual({ ca: false, cert: false, trim: false });
+    expect(due(data(f), opts, Date.now())).toEqual({ ca: false, cert: false });
     expect(await ensureServingTls(f.api, opts)).toEqual(a);
   });
 
@@ -159,7 +180,7 @@ describe('self-managed TLS with a Secret that went wrong', () => {
     const f = fakeApi();
     const now = Date.now();
     await ensureServingTls(f.api, { ...OPTS, now: () => now + 3 * 3_600_000 });
-    expect(due(data(f), OPTS, now)).toEqual({ ca: true, cert: true, trim: false });
+    expect(due(data(f), OPTS, now)).toEqual({ ca: true, cert: true });
   });
 
   it('keeps the type of a Secret made by hand (a Secret\'s type cannot change)', async () => {
@@ -177,8 +198,8 @@ describe('self-managed TLS with a Secret that went wrong', () => {
 
   it('after the Secret was deleted, keeps trusting the CA the other replica still serves under, for RETIRE_MS', async () => {
     const f = fakeApi();
-    const t0 = Date.now();
-    const opts = { ...OPTS, now: () => t0, trusted: () => configuredCas(f.api, 'ownerrefs.dev') };
+    let mono = 0;
+    const opts = { ...OPTS, trusted: () => configuredCas(f.api, 'ownerrefs.dev'), seenFor: firstSeen(() => mono) };
     const a = await ensureServingTls(f.api, opts); // what the other replica goes on serving until its next check
     await syncCaBundle(f.api, 'ownerrefs.dev', a.caBundle);
     f.deleteSecret();
@@ -188,7 +209,9 @@ describe('self-managed TLS with a Secret that went wrong', () => {
     const configured = () => Buffer.from(f.cfg().webhooks[0]!.clientConfig.caBundle!, 'base64').toString();
     expect(certsOf(b.caBundle)[0]).not.toBe(certsOf(a.caBundle)[0]); // a new CA
     expect([served(b.cert, configured()), served(a.cert, configured())]).toEqual([true, true]);
-    const c = await ensureServingTls(f.api, { ...opts, now: () => t0 + RETIRE_MS });
+    await ensureServingTls(f.api, opts); // this replica sees the list of CAs to retire
+    mono += RETIRE_MS;
+    const c = await ensureServingTls(f.api, opts);
     await syncCaBundle(f.api, 'ownerrefs.dev', c.caBundle);
     expect([served(b.cert, configured()), served(a.cert, configured())]).toEqual([true, false]);
     expect(certsOf(configured())).toHaveLength(1);
