@@ -7,12 +7,12 @@
 // (its message on stderr, prefixed by the object; nothing printed).
 
 import { parseArgs } from 'node:util';
-import { parseAllDocuments, stringify } from 'yaml';
 import { ConfigError } from '../common/errors.ts';
 import { displayName, oneLine } from '../common/validation.ts';
 import { mutate, POD_SPEC_PATHS } from '../webhook/objects.ts';
 import { applyPatch } from '../webhook/patch.ts';
-import { decodeUtf8, InputError, KUBECTL_YAML, readInput, yamlFailure } from './podinput.ts';
+import { readYamlDocuments, writeYaml, YamlDocumentError } from './kubectlyaml.ts';
+import { decodeUtf8, InputError, readInput, yamlFailure } from './podinput.ts';
 
 export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
@@ -44,18 +44,16 @@ export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdou
   const text = decodeUtf8(await readInput(source, stdin));
   if (text.trim() === '') throw new InputError('the input is empty; give a manifest (YAML or JSON)');
   const json = /^\s*[[{]/.test(text);
-  const docs = parseAllDocuments(text, KUBECTL_YAML);
-  const list = Array.isArray(docs) ? docs : [docs];
+  let list: unknown[];
+  try {
+    list = readYamlDocuments(text);
+  } catch (err) {
+    const at = err instanceof YamlDocumentError ? `document ${err.index + 1}: ` : '';
+    throw new InputError(`${at}${yamlFailure(err).replace(/^the input is /, '')}`);
+  }
   const out: unknown[] = [];
   let denied = false;
-  for (const [i, d] of list.entries()) {
-    let obj: unknown;
-    try {
-      if (d.errors.length > 0) throw d.errors[0]!;
-      obj = d.toJS();
-    } catch (err) {
-      throw new InputError(`document ${i + 1}: ${yamlFailure(err).replace(/^the input is /, '')}`);
-    }
+  for (const [i, obj] of list.entries()) {
     if (obj === null || obj === undefined) continue;
     const r = injectObject(obj, `document ${i + 1}`, stderr);
     denied ||= r.denied;
@@ -63,7 +61,7 @@ export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdou
   }
   if (denied) return EXIT_DENIED;
   if (out.length === 0) throw new InputError('the input holds no object, only empty YAML documents');
-  stdout.write(json ? out.map((o) => JSON.stringify(o, null, 2) + '\n').join('') : out.map((o) => stringify(o, { version: '1.1', lineWidth: 0 })).join('---\n'));
+  stdout.write(json ? out.map((o) => JSON.stringify(o, null, 2) + '\n').join('') : out.map((o) => writeYaml(o)).join('---\n'));
   return 0;
 }
 

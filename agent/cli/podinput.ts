@@ -5,8 +5,8 @@
 // empty strings (a YAML !!binary scalar).
 
 import { readFile } from 'node:fs/promises';
-import { parseAllDocuments, type DocumentOptions, type SchemaOptions } from 'yaml';
 import { parseQuantity } from '../../projections/quantity.ts';
+import { readYamlDocuments, YamlDocumentError } from './kubectlyaml.ts';
 import type { PodView } from '../policy/podtable.ts';
 
 export class InputError extends Error {
@@ -88,22 +88,9 @@ const POD = object({
   spec: optional(object({ volumes: optional(list(object({ name: optional(string) }))), containers, initContainers: containers })),
 });
 
-/**
- * YAML as kubectl reads it (sigs.k8s.io/yaml over go-yaml v2): version 1.1, so yes/on/off are
- * booleans, but a plain date stays a string (go-yaml keeps timestamps as text unless asked
- * for a time). Warnings (an unknown directive or tag) change nothing in the result; the
- * library would print them as several lines. Shared by render and inject, which also writes
- * YAML 1.1 so that kubectl reads its output as it read the input.
- */
-export const KUBECTL_YAML = {
-  version: '1.1',
-  logLevel: 'error',
-  customTags: (tags: Tags) => tags.filter((t) => typeof t === 'string' || t.tag !== 'tag:yaml.org,2002:timestamp'),
-} as const satisfies DocumentOptions & SchemaOptions & { logLevel: 'error' };
-type Tags = Exclude<SchemaOptions['customTags'], ((tags: never) => unknown) | undefined | null>;
-
 /** What the YAML parser refused, in one line (shared by render and inject). */
 export function yamlFailure(err: unknown): string {
+  if (err instanceof YamlDocumentError) err = err.cause;
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof RangeError || /Maximum call stack size exceeded/.test(message)) return 'the input is nested too deeply to be a manifest';
   return `the input is not YAML or JSON: ${message.split('\n')[0]!.replace(/:$/, '')}`;
@@ -116,10 +103,7 @@ export function parsePod(bytes: Uint8Array): PodView {
   let docs: unknown[];
   try {
     // Empty documents (a manifest ending in `---`) are skipped, as kubectl skips them.
-    docs = parseAllDocuments(text, KUBECTL_YAML).map((d) => {
-      if (d.errors.length > 0) throw d.errors[0]!;
-      return d.toJS({ maxAliasCount: 100 }) as unknown;
-    }).filter((d) => d !== null && d !== undefined);
+    docs = readYamlDocuments(text).filter((d) => d !== null && d !== undefined);
   } catch (err) {
     throw new InputError(yamlFailure(err));
   }

@@ -1,0 +1,70 @@
+// render and inject read YAML as kubectl does, and inject writes YAML kubectl reads back as
+// meant: both held to Go's sigs.k8s.io/yaml (the oracle in test/projections/gooracle).
+
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { readYamlDocuments, writeYaml } from '../../../agent/cli/kubectlyaml.ts';
+import { buildOracle, goYamlToJson } from '../../support/gooracle.ts';
+
+beforeAll(() => buildOracle(), 120_000);
+
+/** Unquoted scalars on which YAML 1.1, YAML 1.2 and go-yaml disagree somewhere. */
+const PLAIN = [
+  'yes', 'Yes', 'YES', 'y', 'Y', 'n', 'N', 'no', 'on', 'On', 'off', 'OFF', 'true', 'False', 'TRUE', 'yEs', 'oN',
+  '~', 'null', 'Null', 'NULL', 'nil', '.nan', '.NaN', '.inf', '-.Inf', '+.INF', 'inf', 'NaN',
+  '12:30', '1:20.5', '-1:30', '190:20:30', '2024-01-01', '2024-01-01T10:00:00Z', '2024-1-2',
+  '0', '-0', '+1', '0644', '09', '0o17', '0O17', '0x1F', '0X1f', '0b101', '-0b101', '0B11', '1_000', '0x_1F', '_1',
+  '1e3', '1E+3', '-1.5e-3', '.5', '1.', '+.5', '.', '..', '1.2.3', '0x1p-2', '1e', 'e3',
+  '9007199254740993', '18446744073709551615', '18446744073709551616', '-9223372036854775809',
+  'abc', '<<', '=', 'a.b',
+];
+
+/** Go's reading of `yaml`, one object per document, compared as JSON texts (NaN and big numbers as Go writes them). */
+const go = (yaml: string) => goYamlToJson(yaml);
+const ours = (yaml: string) => JSON.parse(JSON.stringify(readYamlDocuments(yaml))) as unknown[];
+
+describe('reading YAML as kubectl does', () => {
+  it('resolves unquoted values and keys as go-yaml does, quoted ones as strings', () => {
+    const values = PLAIN.filter((s) => !['.nan', '.NaN', '.inf', '-.Inf', '+.INF'].includes(s)); // JSON has no NaN or Infinity: Go refuses them
+    const yaml = values.map((s, i) => `v${i}: ${s}\nq${i}: "${s}"\n`).join('') + values.filter((s) => s !== '<<' && !/^-?[0-9]{19,}$/.test(s) && !['~', 'null', 'Null', 'NULL'].includes(s)).map((s) => `${s}: key\n`).join(''); // not a merge key, nor a key Go refuses (null, past int64)
+    const [mine] = ours(yaml) as [Record<string, unknown>];
+    const [theirs] = go(yaml) as [Record<string, unknown>];
+    for (const [i, s] of values.entries()) {
+      expect.soft([s, mine[`v${i}`]]).toEqual([s, theirs[`v${i}`]]);
+      expect.soft(mine[`q${i}`]).toBe(s);
+    }
+    expect(Object.keys(mine).filter((k) => !/^[vq]\d+$/.test(k)).sort()).toEqual(Object.keys(theirs).filter((k) => !/^[vq]\d+$/.test(k)).sort());
+  });
+
+  it('applies merge keys and anchors as kubectl does', () => {
+    const yaml = 'base: &b {a: 1, b: on}\nchild:\n  <<: *b\n  b: 2\n';
+    expect(ours(yaml)).toEqual(go(yaml));
+  });
+
+  it('resolves random plain scalars as go-yaml does', () => {
+    fc.assert(fc.property(fc.array(fc.stringMatching(/^[0-9._+\-eExXoObBaAfFyYnNtT~]{1,8}$/), { minLength: 50, maxLength: 50 }), (values) => {
+      const plain = values.filter((s) => !s.startsWith('-') || /^-[0-9.]/.test(s)); // "- x" and a lone "-" are sequences
+      const yaml = plain.map((s, i) => `v${i}: ${s}\n`).join('');
+      const [mine] = ours(yaml) as [Record<string, unknown>];
+      const [theirs] = go(yaml) as [Record<string, unknown>];
+      for (const [i, s] of plain.entries()) expect([s, mine[`v${i}`]]).toEqual([s, theirs[`v${i}`]]);
+    }), { numRuns: 20 });
+  });
+});
+
+describe('writing YAML that kubectl reads back as written', () => {
+  it('quotes every string kubectl would read as a boolean, number or null, as a value and as a key', () => {
+    const obj = { values: Object.fromEntries(PLAIN.map((s, i) => [`v${i}`, s])), keys: Object.fromEntries(PLAIN.map((s) => [s, 'k'])), n: 420, f: 1.5, t: true, z: null };
+    expect(go(writeYaml(obj))).toEqual([obj]);
+  });
+
+  it('round-trips random strings', () => {
+    const numberLike = fc.oneof(fc.stringMatching(/^[-+]?0[oOxXbB][0-9a-fA-F_]{1,4}$/), fc.stringMatching(/^-?[0-9]{1,3}(:[0-5][0-9]){1,2}$/),
+      fc.stringMatching(/^[-+]?[0-9.]{1,4}[eE][-+]?[0-9]{1,2}$/), fc.stringMatching(/^[-+]?[0-9_]{1,6}$/));
+    fc.assert(fc.property(fc.array(fc.oneof(numberLike, fc.stringMatching(/^[0-9._+\-:eExXoObBaAfFyYnNtT~ ]{0,8}$/), fc.string()), { minLength: 50, maxLength: 50 }), (values) => {
+      const obj = Object.fromEntries(values.map((s, i) => [`v${i}`, s]));
+      expect(go(writeYaml(obj))).toEqual([obj]);
+    }), { numRuns: 20 });
+  });
+});
+
