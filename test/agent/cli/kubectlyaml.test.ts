@@ -36,9 +36,33 @@ describe('reading YAML as kubectl does', () => {
     expect(Object.keys(mine).filter((k) => !/^[vq]\d+$/.test(k)).sort()).toEqual(Object.keys(theirs).filter((k) => !/^[vq]\d+$/.test(k)).sort());
   });
 
-  it('applies merge keys and anchors as kubectl does', () => {
-    const yaml = 'base: &b {a: 1, b: on}\nchild:\n  <<: *b\n  b: 2\n';
-    expect(ours(yaml)).toEqual(go(yaml));
+  it.each([
+    ['anchors, and a merge key before the keys it yields to', 'base: &b {a: 1, b: on}\nchild:\n  <<: *b\n  b: 2\n'],
+    ['a merge key after a key it overwrites', 'data: {p: "0", <<: {p: "1"}}\n'],
+    ['two merge keys: the later wins', 'm:\n  <<: {p: 1}\n  <<: {p: 2}\n'],
+    ['a list of maps merged: the first wins, and overwrites what came before', 'm: {p: 0, <<: [{p: 1}, {p: 3, q: 2}]}\n'],
+    ['a repeated key: the last wins', 'a: 1\na: 2\n'],
+    ['explicit tags', 'a: !!int 3\nb: !!int "3"\nc: !!float 3\nd: !!bool yes\ne: !!null ""\nf: !!str 3\ng: !!binary aGk=\nh: !!timestamp 2024-01-01\ni: !custom x\nj: ! 3\n'],
+    ['floats too large for Go: text', 'a: 1e400\nb: .1e400\nc: 1.8e308\nd: -1e999\n'],
+    ['float keys, as Go spells them', '3.14159265358979: a\n1234567.0: b\n-0.0: c\n1e6: d\n0.1: e\n1e-5: f\n100000: g\n'],
+    ['a document end marker: the rest of the part is not read', 'a: 1\n...\nb: 2\n'],
+    ['block scalars, folded and kept', 'a: |\n  x\n   y\nb: >-\n  p\n  q\nc: |+\n  z\n\n'],
+    ['JSON, numbers and all', '{"a": 1e3, "b": "yes", "c": [1, 2.5, null, true], "d": {"e": "0o17"}}'],
+    ['several documents, one empty', 'a: 1\n---\n---\nb: on\n--- # comment\nc: 0x1F\n'],
+  ])('reads %s as kubectl does', (_what, yaml) => {
+    expect(ours(yaml).filter((d) => d !== null)).toEqual(go(yaml));
+  });
+
+  it.each([
+    ['a tag that does not fit the value', 'a: !!int x\n'],
+    ['a character Go refuses (DEL)', 'a: x\x7fy\n'],
+    ['a character Go reads as a line break (U+0085)', 'a: x\u0085y\n'],
+    ['an infinity, which JSON cannot hold', 'a: .inf\n'],
+    ['a null key', '~: a\n'],
+    ['a separator line with more than a comment', '--- {a: 1}\n'],
+  ])('refuses %s, as kubectl does', (_what, yaml) => {
+    expect(() => go(yaml)).toThrow();
+    expect(() => readYamlDocuments(yaml)).toThrow();
   });
 
   it('resolves random plain scalars as go-yaml does', () => {
@@ -58,10 +82,16 @@ describe('writing YAML that kubectl reads back as written', () => {
     expect(go(writeYaml(obj))).toEqual([obj]);
   });
 
+  it('escapes what kubectl would refuse or read as a line break', () => {
+    const obj = { nel: 'a\u0085b', ls: '\u2028', ps: 'x\u2029', del: 'a\x7fb', c1: '\x80\x9f', nonchar: '\ufffe', nbsp: '\u00a0', bom: '\ufeffa', tab: '\tt', long: `long text   \u2028 more` };
+    expect(go(writeYaml(obj))).toEqual([obj]);
+  });
+
   it('round-trips random strings', () => {
     const numberLike = fc.oneof(fc.stringMatching(/^[-+]?0[oOxXbB][0-9a-fA-F_]{1,4}$/), fc.stringMatching(/^-?[0-9]{1,3}(:[0-5][0-9]){1,2}$/),
       fc.stringMatching(/^[-+]?[0-9.]{1,4}[eE][-+]?[0-9]{1,2}$/), fc.stringMatching(/^[-+]?[0-9_]{1,6}$/));
-    fc.assert(fc.property(fc.array(fc.oneof(numberLike, fc.stringMatching(/^[0-9._+\-:eExXoObBaAfFyYnNtT~ ]{0,8}$/), fc.string()), { minLength: 50, maxLength: 50 }), (values) => {
+    const awkward = fc.string({ unit: fc.constantFrom('a', ' ', ':', '#', '"', "'", '\\', '\n', '\t', '-', '\u0085', '\u2028', '\u2029', '\x7f', '\x9b', '\ufffe', '\u00a0', '\ufeff', 'é', '😀'), maxLength: 8 });
+    fc.assert(fc.property(fc.array(fc.oneof(numberLike, fc.stringMatching(/^[0-9._+\-:eExXoObBaAfFyYnNtT~ ]{0,8}$/), awkward, fc.string()), { minLength: 50, maxLength: 50 }), (values) => {
       const obj = Object.fromEntries(values.map((s, i) => [`v${i}`, s]));
       expect(go(writeYaml(obj))).toEqual([obj]);
     }), { numRuns: 20 });

@@ -24,7 +24,7 @@ describe('parsePod refuses what the API server\'s decoder would, naming the fiel
   it.each([
     { what: 'controller as a string', text: 'kind: Pod\nmetadata:\n  ownerReferences:\n  - {name: a, controller: "true"}\n', message: 'metadata.ownerReferences[0].controller: a string ("true"), where Kubernetes expects a boolean' },
     { what: 'metadata as a string', text: 'kind: Pod\nmetadata: pod-1\n', message: 'metadata: a string ("pod-1"), where Kubernetes expects an object' },
-    { what: 'an owner given as !!binary', text: 'kind: Pod\nmetadata:\n  ownerReferences:\n  - !!binary AAAA\n', message: 'metadata.ownerReferences[0]: binary data, where Kubernetes expects an object' },
+    { what: 'an owner given as !!binary (a string to kubectl)', text: 'kind: Pod\nmetadata:\n  ownerReferences:\n  - !!binary aGk=\n', message: 'metadata.ownerReferences[0]: a string ("hi"), where Kubernetes expects an object' },
     { what: 'ownerReferences as an object', text: 'kind: Pod\nmetadata:\n  ownerReferences: {name: a}\n', message: 'metadata.ownerReferences: an object, where Kubernetes expects a list' },
     { what: 'a uid as a number', text: 'kind: Pod\nmetadata:\n  ownerReferences:\n  - {uid: 42}\n', message: 'metadata.ownerReferences[0].uid: a number, where Kubernetes expects a string' },
     { what: 'an annotation value as a number', text: 'kind: Pod\nmetadata:\n  annotations: {a: 1}\n', message: 'metadata.annotations["a"]: a number, where Kubernetes expects a string' },

@@ -3,34 +3,44 @@
 // encoding/json produces for the KEP-4753 wrapper around []metav1.OwnerReference.
 //
 // With the argument yaml2json: reads a YAML stream and writes each document as JSON on a
-// line of its own, as kubectl reads a manifest (sigs.k8s.io/yaml), for inject's tests.
+// line of its own, as kubectl reads a manifest (apimachinery's YAML reader, then
+// sigs.k8s.io/yaml), for the tests of render's and inject's YAML; an empty or null document is left out.
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
 func yamlToJSON() {
-	in, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		os.Stderr.WriteString(err.Error())
-		os.Exit(1)
-	}
-	for _, doc := range regexp.MustCompile(`(?m)^---[ \t]*$`).Split(string(in), -1) {
-		if strings.TrimSpace(doc) == "" {
-			continue
+	// kubectl's own reader: documents split at "---" lines, each decoded by sigs.k8s.io/yaml.
+	r := k8syaml.NewYAMLReader(bufio.NewReader(os.Stdin))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return
 		}
-		j, err := yaml.YAMLToJSON([]byte(doc))
 		if err != nil {
 			os.Stderr.WriteString(err.Error())
 			os.Exit(1)
+		}
+		if strings.TrimSpace(string(doc)) == "" {
+			continue
+		}
+		j, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			os.Stderr.WriteString(err.Error())
+			os.Exit(1)
+		}
+		if string(j) == "null" {
+			continue
 		}
 		os.Stdout.Write(append(j, '\n'))
 	}
