@@ -221,11 +221,15 @@ export function due(data: Partial<SecretData>, o: CertOptions, now: number): { c
 
 const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
 
-/** The CAs of `bundle` listed in `retiring` (the annotation), once this replica has seen that list for RETIRE_MS. */
+/**
+ * The CAs of `bundle` listed in `retiring` (the annotation), once this replica has seen that
+ * list for RETIRE_MS; never the first, which signs the serving certificate (an annotation
+ * edited by hand could list it).
+ */
 function retired(bundle: string, retiring: string | undefined, o: CertOptions): Set<string> {
   if (!retiring || !o.seenFor || o.seenFor(retiring) < RETIRE_MS) return new Set();
   const listed = new Set(retiring.split(','));
-  return new Set(pems(bundle).filter((p) => { try { return listed.has(fingerprint(p)); } catch { return false; } }));
+  return new Set(pems(bundle).slice(1).filter((p) => { try { return listed.has(fingerprint(p)); } catch { return false; } }));
 }
 
 /** Steps 1-2: the Secret's pair after making or renewing what was due. */

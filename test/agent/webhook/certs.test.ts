@@ -118,6 +118,19 @@ describe('self-managed TLS', () => {
     expect(f.secret()!.metadata).not.toHaveProperty(['annotations', RETIRING_ANNOTATION]);
   });
 
+  it('never drops the CA that signs the serving certificate, even listed by a hand-edited annotation', async () => {
+    const f = fakeApi();
+    const a = await ensureServingTls(f.api, OPTS);
+    const other = await ensureServingTls(fakeApi().api, OPTS);
+    const s = f.secret()!;
+    s.data['ca.crt'] = Buffer.from(a.caBundle + other.caBundle).toString('base64');
+    const fp = (pem: string) => new X509Certificate(pem).fingerprint256;
+    s.metadata.annotations = { [RETIRING_ANNOTATION]: `${fp(a.caBundle)},${fp(other.caBundle)}` };
+    const b = await ensureServingTls(f.api, { ...OPTS, seenFor: () => RETIRE_MS });
+    expect(b.caBundle).toBe(a.caBundle); // the listed other CA goes, the signer stays
+    expect([b.cert, b.key]).toEqual([a.cert, a.key]);
+  });
+
   it('never drops CAs it did not put beside a new one (a bundle made by hand), and keeps the Secret\'s own labels and annotations', async () => {
     const f = fakeApi();
     const a = await ensureServingTls(f.api, OPTS);
