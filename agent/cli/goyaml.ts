@@ -104,7 +104,7 @@ export function formatFloat32(f: number): string {
   if (!Number.isFinite(f)) return f > 0 ? '.inf' : '-.inf';
   const f32 = Math.fround(f);
   if (f32 === 0) return Object.is(f32, -0) ? '-0' : '0';
-  if (!Number.isFinite(f32)) return f32 > 0 ? '+Inf' : '-Inf';
+  if (!Number.isFinite(f32)) return f32 > 0 ? '.inf' : '-.inf'; // past float32's range: Go's +Inf, which sigs.k8s.io/yaml spells so
   let mantissa = '';
   let exp = 0;
   for (let p = 1; p <= 9; p++) { // the shortest digits that read back as the same float32

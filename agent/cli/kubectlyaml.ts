@@ -8,8 +8,9 @@
 // rules (goyaml.ts); inject's output quotes every string kubectl would read otherwise.
 // test/agent/cli/kubectlyaml.test.ts holds both directions to Go (test/projections/gooracle).
 
-import { Document, isAlias, isMap, isScalar, isSeq, parseAllDocuments, Scalar, visit } from 'yaml';
+import { Document, isAlias, isMap, isScalar, isSeq, parseAllDocuments, Scalar, visit, type Alias } from 'yaml';
 import { goKey, goResolve, type GoScalar } from './goyaml.ts';
+import { readJsonStream } from './jsonstream.ts';
 
 /** A document of the stream that does not parse; `index` counts from 0. */
 export class YamlDocumentError extends Error {
@@ -20,9 +21,6 @@ export class YamlDocumentError extends Error {
     this.index = index;
   }
 }
-
-/** Aliases followed per document: enough for any manifest, and a bound on expansion bombs. */
-const MAX_ALIASES = 100;
 
 /**
  * Characters go-yaml refuses (it accepts tab, line feed, carriage return, printable ASCII
@@ -49,15 +47,18 @@ function parts(text: string): string[] {
 }
 
 /**
- * Each document of a YAML stream (or one JSON value) as kubectl reads it; an empty part (a
- * stream ending in `---`) is undefined. Warnings (an unknown directive) change nothing.
+ * Each document of a YAML stream (or each value of a JSON stream) as kubectl reads it; an
+ * empty part (a stream ending in `---`) is undefined. Warnings (an unknown directive) change
+ * nothing. A flow collection or a quoted scalar continued on a line indented less than its
+ * key is refused here (YAML 1.2's rule), where kubectl's go-yaml reads it.
  */
 export function readYamlDocuments(text: string): unknown[] {
-  if (/^\s*[[{]/.test(text)) {
+  if (/^\s*\{/.test(text)) {
     try {
-      return [JSON.parse(text) as unknown];
-    } catch {
-      // not one JSON value: read as YAML, whose errors say where
+      const json = readJsonStream(text);
+      if (json) return json;
+    } catch (err) {
+      throw new YamlDocumentError(0, err);
     }
   }
   return parts(text).map((part, i) => {
@@ -67,8 +68,7 @@ export function readYamlDocuments(text: string): unknown[] {
       const doc = parseAllDocuments(part, { schema: 'failsafe', uniqueKeys: false, logLevel: 'error' })[0];
       if (!doc) return undefined;
       if (doc.errors.length > 0) throw doc.errors[0]!;
-      const aliases = { left: MAX_ALIASES };
-      return toGo(doc.contents, doc, aliases);
+      return new GoDecoder(doc).decode(doc.contents);
     } catch (err) {
       throw err instanceof YamlDocumentError ? err : new YamlDocumentError(i, err);
     }
@@ -82,50 +82,102 @@ function scalarOf(node: Scalar): GoScalar {
   return goResolve(node.tag ?? '', text);
 }
 
-/** The node an alias stands for (each counted against the document's bound), or the node itself. */
-function deref(node: unknown, doc: Document, aliases: { left: number }): unknown {
-  if (!isAlias(node)) return node;
-  if (--aliases.left < 0) throw new Error(`more than ${MAX_ALIASES} aliases: refused as an expansion bomb`);
-  return node.resolve(doc);
+/** go-yaml's merge key: "<<" plain, untagged or tagged "!" or !!merge (an alias of one is not). */
+function isMergeKey(key: unknown): boolean {
+  return isScalar(key) && key.type === Scalar.PLAIN && (key.source ?? key.value) === '<<' &&
+    (!key.tag || key.tag === '!' || key.tag === 'tag:yaml.org,2002:merge');
 }
 
-function toGo(node: unknown, doc: Document, aliases: { left: number }): unknown {
-  node = deref(node, doc, aliases);
-  if (node === null || node === undefined) return null;
-  if (isScalar(node)) {
-    const s = scalarOf(node);
-    if (s.kind === 'float' && !Number.isFinite(s.value)) throw new Error(`${String(node.value)}: JSON has no infinity or NaN, and kubectl refuses it`);
-    return s.value;
+/** go-yaml's allowedAliasRatio: how much of a document may come through aliases, by its size. */
+function allowedAliasRatio(decoded: number): number {
+  if (decoded <= 400_000) return 0.99;
+  if (decoded >= 4_000_000) return 0.1;
+  return 0.1 + 0.89 * (1 - (decoded - 400_000) / 3_600_000);
+}
+
+/** One document decoded as go-yaml decodes into interface{}, with its bound on aliasing. */
+class GoDecoder {
+  readonly #targets = new Map<Alias, unknown>();
+  readonly #inProgress = new Set<unknown>();
+  #decoded = 0;
+  #throughAliases = 0;
+  #aliasDepth = 0;
+
+  constructor(doc: Document) {
+    // Each alias's anchor, found once in document order (resolving each alias anew walks the document).
+    const anchors = new Map<string, unknown>();
+    visit(doc, (_key, node) => {
+      if (isAlias(node)) {
+        if (!anchors.has(node.source)) throw new Error(`unknown anchor '${node.source}' referenced`);
+        this.#targets.set(node, anchors.get(node.source));
+      } else if ((isScalar(node) || isMap(node) || isSeq(node)) && node.anchor) {
+        anchors.set(node.anchor, node);
+      }
+    });
   }
-  if (isSeq(node)) return node.items.map((item) => toGo(item, doc, aliases));
-  if (isMap(node)) {
+
+  decode(node: unknown): unknown {
+    this.#decoded++;
+    if (this.#aliasDepth > 0) this.#throughAliases++;
+    if (this.#throughAliases > 100 && this.#decoded > 1000 && this.#throughAliases / this.#decoded > allowedAliasRatio(this.#decoded)) {
+      throw new Error('document contains excessive aliasing');
+    }
+    if (node === null || node === undefined) return null;
+    if (isAlias(node)) return this.#follow(node, (target) => this.decode(target));
+    if (isScalar(node)) {
+      const s = scalarOf(node);
+      if (s.kind === 'float' && !Number.isFinite(s.value)) throw new Error(`${String(node.source ?? node.value)}: JSON has no infinity or NaN, and kubectl refuses it`);
+      return s.value;
+    }
+    if (isSeq(node)) return node.items.map((item) => this.decode(item));
+    if (isMap(node)) return this.#map(node.items);
+    throw new Error('an unexpected YAML node');
+  }
+
+  #follow<T>(alias: Alias, then: (target: unknown) => T): T {
+    const target = this.#targets.get(alias);
+    if (this.#inProgress.has(target)) throw new Error(`anchor '${alias.source}' value contains itself`);
+    this.#inProgress.add(target);
+    this.#aliasDepth++;
+    try {
+      return then(target);
+    } finally {
+      this.#aliasDepth--;
+      this.#inProgress.delete(target);
+    }
+  }
+
+  #map(pairs: readonly { key: unknown; value: unknown }[]): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     const set = (k: string, v: unknown) => Object.defineProperty(out, k, { value: v, writable: true, enumerable: true, configurable: true });
-    for (const pair of node.items) {
-      const key = deref(pair.key, doc, aliases);
-      if (isScalar(key) && key.type === Scalar.PLAIN && !key.tag && key.value === '<<') {
+    for (const pair of pairs) {
+      if (isMergeKey(pair.key)) {
         // go-yaml's merge: the merged keys overwrite those before; of a list, the first map wins.
-        const source = deref(pair.value, doc, aliases);
-        const maps = isSeq(source) ? [...source.items].reverse().map((m) => deref(m, doc, aliases)) : [source];
-        for (const m of maps) {
-          if (!isMap(m)) throw new Error('map merge requires map or sequence of maps as the value');
-          for (const [k, v] of Object.entries(toGo(m, doc, aliases) as Record<string, unknown>)) set(k, v);
-        }
+        const maps = isSeq(pair.value) ? [...pair.value.items].reverse() : [pair.value];
+        for (const m of maps) for (const [k, v] of Object.entries(this.#mergeSource(m))) set(k, v);
         continue;
       }
-      const k = isScalar(key) ? scalarOf(key) : undefined;
-      if (!k) throw new Error('a map key that is a list or a map: kubectl refuses it');
-      set(goKey(k), toGo(pair.value, doc, aliases));
+      const key = isAlias(pair.key) ? this.#targets.get(pair.key) : pair.key;
+      if (!isScalar(key)) throw new Error('a map key that is a list or a map: kubectl refuses it');
+      set(goKey(scalarOf(key)), this.decode(pair.value));
     }
     return out;
   }
-  throw new Error('an unexpected YAML node');
+
+  /** A merge's source must be a map, or an alias of one. */
+  #mergeSource(node: unknown): Record<string, unknown> {
+    const target = isAlias(node) ? this.#targets.get(node) : node;
+    if (!isMap(target)) throw new Error('map merge requires map or sequence of maps as the value');
+    return this.decode(node) as Record<string, unknown>;
+  }
 }
 
 /**
  * YAML that kubectl reads back as `obj`: a string it would read as anything else (a number,
- * a boolean, null, a merge key) is quoted, and so is one holding a character it refuses or
- * reads as a line break (escaped inside double quotes).
+ * a boolean, null, a merge key) is double-quoted, and so is one holding a character it
+ * refuses or reads as a line break (escaped there), and a multi-line one whose lines start
+ * with blanks or that is blank (a block scalar would lose them, or begin with a tab go-yaml
+ * refuses). A lone surrogate is U+FFFD, as in kubectl's JSON.
  */
 export function writeYaml(obj: unknown): string {
   // Without the merge tag, which would print a "<<" key plain, whatever its type.
@@ -133,8 +185,9 @@ export function writeYaml(obj: unknown): string {
   visit(doc, {
     Scalar(_key, node) {
       if (typeof node.value !== 'string') return;
-      const s = node.value;
-      if (s === '<<' || NOT_YAML.test(s) || /[\u0085\u00a0\ufeff]/.test(s) || goResolve('', s).kind !== 'str') node.type = Scalar.QUOTE_DOUBLE;
+      const s = (node.value = node.value.toWellFormed());
+      const blankLines = s.includes('\n') && (/(^|\n)[ \t]/.test(s) || /^[ \t\n]*$/.test(s));
+      if (s === '<<' || blankLines || NOT_YAML.test(s) || /[\u0085\u00a0\ufeff]/.test(s) || goResolve('', s).kind !== 'str') node.type = Scalar.QUOTE_DOUBLE;
     },
   });
   // Only double-quoted scalars hold such characters now: escape them there, as the library does not.

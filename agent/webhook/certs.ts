@@ -257,7 +257,7 @@ export async function ensureServingTls(api: ApiClient, o: CertOptions): Promise<
       bundle = [ca.cert, ...before].join('');
       nextRetiring = before.length > 0 ? before.map(fingerprint).join(',') : undefined;
     } else if (drop.size > 0) {
-      bundle = pems(bundle).filter((p) => !drop.has(p)).join('');
+      bundle = pems(bundle).filter((p, i) => i === 0 || !drop.has(p)).join(''); // the signer stays, even repeated further on
     }
     const serving = d.cert ? await makeServing(ca, o, now) : { cert: data['tls.crt']!, key: data['tls.key']! };
     const next: SecretData = { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': bundle, 'ca.key': ca.key };

@@ -49,6 +49,10 @@ describe('reading YAML as kubectl does', () => {
     ['block scalars, folded and kept', 'a: |\n  x\n   y\nb: >-\n  p\n  q\nc: |+\n  z\n\n'],
     ['JSON, numbers and all', '{"a": 1e3, "b": "yes", "c": [1, 2.5, null, true], "d": {"e": "0o17"}}'],
     ['several documents, one empty', 'a: 1\n---\n---\nb: on\n--- # comment\nc: 0x1F\n'],
+    ['several JSON objects in a row (jq -c)', '{"kind":"A","n":1}\n{"kind":"B","s":"\\ud800"}\n'],
+    ['a merge key tagged !!merge or !, and an alias of "<<" that is no merge key', 'x: &x <<\na: {p: 1, !!merge <<: {q: 2}, ! <<: {r: 3}}\nb: {*x : {c: 1}}\n'],
+    ['a hundred and fifty merges of one anchor (go-yaml allows that much aliasing)', `d: &d {a: 1}\nitems:\n${Array.from({ length: 150 }, (_, i) => `- {<<: *d, i: ${i}}\n`).join('')}`],
+    ['a float key past float32', '9E+62: k\n'],
   ])('reads %s as kubectl does', (_what, yaml) => {
     expect(ours(yaml).filter((d) => d !== null)).toEqual(go(yaml));
   });
@@ -60,6 +64,12 @@ describe('reading YAML as kubectl does', () => {
     ['an infinity, which JSON cannot hold', 'a: .inf\n'],
     ['a null key', '~: a\n'],
     ['a separator line with more than a comment', '--- {a: 1}\n'],
+    ['an alias of an anchor not defined before it', 'a: *b\nb: &b 1\n'],
+    ['an alias of an anchor of an earlier document', 'a: &b 1\n---\nc: *b\n'],
+    ['a merge of an alias of a list', 'l: &l [{a: 1}]\nm: {<<: *l}\n'],
+    ['an anchor whose value holds its own alias', 'a: &a [*a]\n'],
+    ['a billion laughs', `a: &a ["x","x","x","x","x","x","x","x","x"]\n${'bcdefghij'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefghij'[i]}`).join(',')}]`).join('\n')}\n`],
+    ['a JSON number too large for a float64', '{"a": 1e400}'],
   ])('refuses %s, as kubectl does', (_what, yaml) => {
     expect(() => go(yaml)).toThrow();
     expect(() => readYamlDocuments(yaml)).toThrow();
@@ -83,8 +93,10 @@ describe('writing YAML that kubectl reads back as written', () => {
   });
 
   it('escapes what kubectl would refuse or read as a line break', () => {
-    const obj = { nel: 'a\u0085b', ls: '\u2028', ps: 'x\u2029', del: 'a\x7fb', c1: '\x80\x9f', nonchar: '\ufffe', nbsp: '\u00a0', bom: '\ufeffa', tab: '\tt', long: `long text   \u2028 more` };
+    const obj = { nel: 'a\u0085b', ls: '\u2028', ps: 'x\u2029', del: 'a\x7fb', c1: '\x80\x9f', nonchar: '\ufffe', nbsp: '\u00a0', bom: '\ufeffa', tab: '\tt', long: `long text   \u2028 more`,
+      make: '\techo hi\n', tabbed: '\n\tx', blank: ' \n', blanks: '\t\n', indented: 'a\n  b\n' };
     expect(go(writeYaml(obj))).toEqual([obj]);
+    expect(go(writeYaml({ lone: '\ud800x' }))).toEqual([{ lone: '\ufffdx' }]); // as kubectl's JSON holds it
   });
 
   it('round-trips random strings', () => {

@@ -123,7 +123,7 @@ describe('self-managed TLS', () => {
     const a = await ensureServingTls(f.api, OPTS);
     const other = await ensureServingTls(fakeApi().api, OPTS);
     const s = f.secret()!;
-    s.data['ca.crt'] = Buffer.from(a.caBundle + other.caBundle).toString('base64');
+    s.data['ca.crt'] = Buffer.from(a.caBundle + other.caBundle + a.caBundle).toString('base64'); // the signer repeated further on, too
     const fp = (pem: string) => new X509Certificate(pem).fingerprint256;
     s.metadata.annotations = { [RETIRING_ANNOTATION]: `${fp(a.caBundle)},${fp(other.caBundle)}` };
     const b = await ensureServingTls(f.api, { ...OPTS, seenFor: () => RETIRE_MS });

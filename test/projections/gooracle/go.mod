@@ -2,10 +2,7 @@ module ownerrefs.dev/test/gooracle
 
 go 1.26.0
 
-require (
-	k8s.io/apimachinery v0.36.3
-	sigs.k8s.io/yaml v1.6.0
-)
+require k8s.io/apimachinery v0.36.3
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
@@ -24,4 +21,5 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
 )

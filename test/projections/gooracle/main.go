@@ -3,44 +3,43 @@
 // encoding/json produces for the KEP-4753 wrapper around []metav1.OwnerReference.
 //
 // With the argument yaml2json: reads a YAML stream and writes each document as JSON on a
-// line of its own, as kubectl reads a manifest (apimachinery's YAML reader, then
-// sigs.k8s.io/yaml), for the tests of render's and inject's YAML; an empty or null document is left out.
+// line of its own, as kubectl reads a manifest (apimachinery's YAMLOrJSONDecoder, then
+// unstructured JSON), for the tests of render's and inject's YAML; an empty or null document is left out.
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"os"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 func yamlToJSON() {
-	// kubectl's own reader: documents split at "---" lines, each decoded by sigs.k8s.io/yaml.
-	r := k8syaml.NewYAMLReader(bufio.NewReader(os.Stdin))
+	// kubectl's own reader: JSON values if the input starts with "{", else documents split at
+	// "---" lines and decoded by sigs.k8s.io/yaml; each then read as unstructured JSON.
+	d := k8syaml.NewYAMLOrJSONDecoder(os.Stdin, 4096)
 	for {
-		doc, err := r.Read()
-		if err == io.EOF {
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err == io.EOF {
 			return
-		}
-		if err != nil {
+		} else if err != nil {
 			os.Stderr.WriteString(err.Error())
 			os.Exit(1)
 		}
-		if strings.TrimSpace(string(doc)) == "" {
-			continue
-		}
-		j, err := yaml.YAMLToJSON(doc)
-		if err != nil {
+		var v interface{}
+		if err := json.Unmarshal(raw, &v); err != nil {
 			os.Stderr.WriteString(err.Error())
 			os.Exit(1)
 		}
-		if string(j) == "null" {
+		if v == nil {
 			continue
+		}
+		j, err := json.Marshal(v)
+		if err != nil {
+			os.Stderr.WriteString(err.Error())
+			os.Exit(1)
 		}
 		os.Stdout.Write(append(j, '\n'))
 	}
