@@ -190,6 +190,7 @@ export function writeYaml(obj: unknown): string {
       if (s === '<<' || blankLines || NOT_YAML.test(s) || /[\u0085\u00a0\ufeff]/.test(s) || goResolve('', s).kind !== 'str') node.type = Scalar.QUOTE_DOUBLE;
     },
   });
-  // Only double-quoted scalars hold such characters now: escape them there, as the library does not.
-  return doc.toString({ lineWidth: 0 }).replace(/[\x7f-\x9f\u2028\u2029\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  // Only double-quoted scalars hold such characters now: escape them there, as the library does
+  // not. U+FEFF too: go-yaml's reader fails on one that falls near a 512-byte boundary of its buffer.
+  return doc.toString({ lineWidth: 0 }).replace(/[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
