@@ -7,6 +7,14 @@
 // parsed here with every scalar as text (the failsafe schema) and converted by go-yaml's
 // rules (goyaml.ts); inject's output quotes every string kubectl would read otherwise.
 // test/agent/cli/kubectlyaml.test.ts holds both directions to Go (test/projections/gooracle).
+//
+// Known differences, where the YAML library's scanner is stricter or looser than go-yaml's
+// (three reviews looked): a flow collection or quoted scalar continued on a line indented
+// less than its key, a comment right after a quote or bracket, and bare CR line breaks are
+// refused here and read by kubectl; %YAML/%TAG directives, "\/" escapes, tab-indented
+// lines, bad base64 in !!binary and a raw U+FEFF near go-yaml's 512-byte buffer boundary
+// are read here and refused by kubectl; !!omap, !!pairs and !!set collections are refused
+// here; integers past 2^53 are rounded, in kubectl's JSON as here.
 
 import { Document, isAlias, isMap, isScalar, isSeq, parseAllDocuments, Scalar, visit, type Alias } from 'yaml';
 import { goKey, goResolve, type GoScalar } from './goyaml.ts';
