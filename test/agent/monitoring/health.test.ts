@@ -1,17 +1,19 @@
+import { once } from 'node:events';
 import type http from 'node:http';
+import net from 'node:net';
 import { Counter, Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startHealthServer } from '../../../agent/monitoring/health.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { PER_ADDRESS, startHealthServer } from '../../../agent/monitoring/health.ts';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
 
-async function serve(problems: string[] = []) {
+async function serve(problems: string[] = [], idleTimeoutMs?: number) {
   const registry = new Registry();
   new Counter({ name: 'ownerrefs_test_total', help: 'a test counter', registers: [registry] }).inc(3);
-  const server = await startHealthServer({ host: '127.0.0.1', port: 0, ready: () => problems, registry });
+  const server = await startHealthServer({ host: '127.0.0.1', port: 0, ready: () => problems, registry, ...(idleTimeoutMs ? { idleTimeoutMs } : {}) });
   servers.push(server);
   const { port } = server.address() as { port: number };
   return async (p: string, method = 'GET') => {
@@ -46,5 +48,31 @@ describe('health server', () => {
 
   it('anything else is 404', async () => {
     expect(await (await serve())('/debug/pprof')).toMatchObject({ status: 404 });
+  });
+
+  // Any pod can reach the port, on every node at once.
+  it(`keeps at most ${PER_ADDRESS} connections from one address (a pod opening thousands would take the agent's memory), and serves again once they go`, async () => {
+    const get = await serve();
+    const port = (servers.at(-1)!.address() as { port: number }).port;
+    const sockets = await Promise.all(Array.from({ length: PER_ADDRESS + 8 }, () => new Promise<net.Socket>((resolve) => {
+      const c = net.connect(port, '127.0.0.1', () => resolve(c));
+      c.on('error', () => {});
+    })));
+    let closed = 0;
+    for (const c of sockets) c.once('close', () => { closed++; });
+    await vi.waitFor(() => expect(closed).toBeGreaterThanOrEqual(8), { timeout: 5_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closed).toBe(8); // the rest stay (quiet ones go only after 30 s)
+    for (const c of sockets) c.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await get('/healthz')).toMatchObject({ status: 200 });
+  });
+
+  it('closes a connection that sends nothing', async () => {
+    await serve([], 200);
+    const port = (servers.at(-1)!.address() as { port: number }).port;
+    const c = net.connect(port, '127.0.0.1');
+    c.on('error', () => {});
+    await once(c, 'close');
   });
 });
