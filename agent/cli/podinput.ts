@@ -2,7 +2,7 @@
 // UTF-8 become one U+FFFD each (Go's rule; the WHATWG decoder Node uses folds a truncated
 // sequence into one), and a field of the wrong type is refused with its path named,
 // where a lenient reader would drop it (`controller: "true"`) or make up an owner of
-// empty strings (a YAML !!binary scalar).
+// empty strings. The YAML is read as kubectl reads it (kubectlyaml.ts).
 
 import { readFile } from 'node:fs/promises';
 import { parseQuantity } from '../../projections/quantity.ts';
@@ -41,7 +41,7 @@ export function decodeUtf8(buf: Uint8Array): string {
 
 type Check = (value: unknown, at: string) => void;
 
-const describeValue = (v: unknown): string => v instanceof Uint8Array ? 'binary data' : Array.isArray(v) ? 'a list'
+const describeValue = (v: unknown): string => Array.isArray(v) ? 'a list'
   : v === null ? 'null' : typeof v === 'object' ? 'an object'
   : typeof v === 'string' ? `a string (${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)})` : `a ${typeof v}`;
 const fail = (at: string, v: unknown, want: string) => {
@@ -51,7 +51,7 @@ const optional = (check: Check): Check => (v, at) => { if (v !== undefined && v 
 const string: Check = (v, at) => { if (typeof v !== 'string') fail(at, v, 'a string'); };
 const boolean: Check = (v, at) => { if (typeof v !== 'boolean') fail(at, v, 'a boolean (true or false, not quoted)'); };
 const object = (fields: Record<string, Check>): Check => (v, at) => {
-  if (typeof v !== 'object' || v === null || Array.isArray(v) || v instanceof Uint8Array) return fail(at, v, 'an object');
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(at, v, 'an object');
   for (const [k, check] of Object.entries(fields)) check((v as Record<string, unknown>)[k], at ? `${at}.${k}` : k);
 };
 const list = (item: Check): Check => (v, at) => {
@@ -110,7 +110,7 @@ export function parsePod(bytes: Uint8Array): PodView {
   if (docs.length > 1) throw new InputError(`the input holds ${docs.length} YAML documents; give one Pod manifest`);
   if (docs.length === 0) throw new InputError('the input holds only empty YAML documents; give a Pod manifest');
   const doc = docs[0];
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc) || doc instanceof Uint8Array) {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     throw new InputError(`the input is ${describeValue(doc)}, not a Pod manifest`);
   }
   const kind = (doc as { kind?: unknown }).kind;
