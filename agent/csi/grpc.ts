@@ -22,6 +22,7 @@
  */
 
 import http2 from 'node:http2';
+import { ByteBudget } from '../common/budget.ts';
 import { describe } from '../common/validation.ts';
 import { RpcError, Status as S, statusName, toRpcError } from './status.ts';
 
@@ -84,17 +85,11 @@ export function percentEncode(message: string): string {
   return out;
 }
 
-/** Request bytes buffered by every stream of a server together, and their bound. */
-export interface BufferBudget {
-  used: number;
-  readonly max: number;
-}
-
 /** How `answer` reads and bounds a request, and whom it tells of a refusal. */
 export interface AnswerOptions {
   maxMessageBytes: number;
   /** Shared by a server's streams, for requests being received or answered: one that would take it past max is refused (RESOURCE_EXHAUSTED). */
-  budget?: BufferBudget;
+  budget?: ByteBudget;
   /** The whole body must arrive within this; default: no bound. */
   bodyTimeoutMs?: number;
   /**
@@ -109,7 +104,7 @@ export interface AnswerOptions {
  * every outcome is a response on the stream, or nothing if the client has gone.
  */
 export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: ReadonlyMap<string, UnaryRoute>,
-  { maxMessageBytes, budget = { used: 0, max: Infinity }, bodyTimeoutMs = Infinity, onRefused = () => {} }: AnswerOptions): void {
+  { maxMessageBytes, budget = new ByteBudget(Infinity), bodyTimeoutMs = Infinity, onRefused = () => {} }: AnswerOptions): void {
   stream.on('error', () => {}); // the client reset the stream: there is no one to answer
   const refuse = (err: RpcError, extra: http2.OutgoingHttpHeaders = {}) => {
     onRefused(statusName(err.code), err.message);
@@ -138,7 +133,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
   /** What this stream holds of the budget: its request's bytes, given back when the stream closes (the call answered, or the client gone). */
   let held = 0;
   const release = () => {
-    budget.used -= held;
+    budget.give(held);
     held = 0;
   };
   // A body that never ends would hold its buffer and a stream slot forever: the whole
@@ -156,7 +151,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
   });
   stream.on('data', (chunk: Buffer) => {
     if (refused) return;
-    if (budget.used + chunk.length > budget.max) {
+    if (!budget.take(chunk.length)) {
       refused = true;
       chunks.length = 0;
       release();
@@ -164,6 +159,7 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
       stream.close(http2.constants.NGHTTP2_NO_ERROR);
       return;
     }
+    held += chunk.length;
     size += chunk.length;
     // Stop buffering as soon as the body cannot be one message within the bound.
     if (size > PREFIX_BYTES + maxMessageBytes) {
@@ -177,8 +173,6 @@ export function answer(stream: http2.ServerHttp2Stream, headers: http2.IncomingH
       return;
     }
     chunks.push(chunk);
-    held += chunk.length;
-    budget.used += chunk.length;
   });
   stream.on('end', () => {
     clearTimeout(deadline);

@@ -9,6 +9,7 @@ import fs from 'node:fs/promises';
 import http2 from 'node:http2';
 import type net from 'node:net';
 import path from 'node:path';
+import { ByteBudget } from '../common/budget.ts';
 import { errnoOf } from '../common/errors.ts';
 import { answer, type UnaryRoute } from './grpc.ts';
 import type { ServiceDefinition } from './services.ts';
@@ -104,7 +105,7 @@ export async function serveUnix(
     observe('refused', code); // not by path: a client could make one series per name
     onRefused(code, message);
   };
-  const budget = { used: 0, max: maxBufferedBytes };
+  const budget = new ByteBudget(maxBufferedBytes);
   server.on('stream', (stream, headers) => answer(stream, headers, routes, { maxMessageBytes: MAX_MESSAGE_BYTES, budget, bodyTimeoutMs, onRefused: refused }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -17,6 +17,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { ByteBudget } from '../common/budget.ts';
 import { clip } from '../common/validation.ts';
 import { F } from '../monitoring/logfields.ts';
 import { admit, isServed, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
@@ -61,7 +62,7 @@ export function startWebhookServer(opts: {
 }): Promise<WebhookServer> {
   const observe = opts.observe ?? (() => {});
   const requestTimeout = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
-  const budget: BodyBudget = { used: 0, max: opts.maxBufferedBytes ?? MAX_BUFFERED_BYTES };
+  const budget = new ByteBudget(opts.maxBufferedBytes ?? MAX_BUFFERED_BYTES);
   // Node checks the timeouts every connectionsCheckingInterval (30 s by default): often enough here.
   const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS,
     connectionsCheckingInterval: Math.min(1_000, requestTimeout / 2) }, (req, res) => {
@@ -182,25 +183,19 @@ function contentLength(req: IncomingMessage): number | undefined {
 
 const BUSY = Symbol('busy');
 
-/** The bytes the buffers of the bodies being read hold, together, and their bound. */
-interface BodyBudget {
-  used: number;
-  readonly max: number;
-}
-
 /**
  * The body as text, read into one buffer that doubles as bytes arrive, up to its declared
  * `length` (Node's parser holds the body to it); the buffer is charged to `budget` until the
  * body is read or the request ends. undefined: more arrived than declared; BUSY: the budget
  * is spent. The rest of the body is then not read.
  */
-function readBody(req: IncomingMessage, length: number, budget: BodyBudget): Promise<string | undefined | typeof BUSY> {
+function readBody(req: IncomingMessage, length: number, budget: ByteBudget): Promise<string | undefined | typeof BUSY> {
   return new Promise((resolve, reject) => {
     let buf = Buffer.alloc(0);
     let at = 0;
     let charged = 0;
     const giveBack = () => {
-      budget.used -= charged;
+      budget.give(charged);
       charged = 0;
     };
     const stop = (why: undefined | typeof BUSY) => {
@@ -213,8 +208,7 @@ function readBody(req: IncomingMessage, length: number, budget: BodyBudget): Pro
       if (at + c.length > length) return stop(undefined);
       if (at + c.length > buf.length) {
         const size = Math.min(length, Math.max(at + c.length, 2 * buf.length, 16 * 1024));
-        if (budget.used - charged + size > budget.max) return stop(BUSY);
-        budget.used += size - charged;
+        if (!budget.take(size - charged)) return stop(BUSY);
         charged = size;
         const grown = Buffer.allocUnsafe(size);
         buf.copy(grown, 0, 0, at);
