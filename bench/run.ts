@@ -314,8 +314,8 @@ async function main(): Promise<void> {
 
 /** One agent of an alternating pair: what the ratio target needs, and what explains it. */
 function pairOf(r: Record<string, unknown>): PairRun['defaults'] {
-  const p = r.propagation as { agentMs: { p99: number }; floorMs: { p99: number }; agentCpuPerEventUs: number; gc?: unknown };
-  return { p99: p.agentMs.p99, floorP99: p.floorMs.p99, ratio: round(p.agentMs.p99 / p.floorMs.p99, 2), cpuPerChangeUs: p.agentCpuPerEventUs, gc: p.gc, load: r.load as number[] };
+  const p = r.propagation as { agentMs: { p99: number }; floorMs: { p99: number }; agentCpuPerEventUs: number; gc?: unknown; contention?: PairRun['defaults']['contention'] };
+  return { p99: p.agentMs.p99, floorP99: p.floorMs.p99, ratio: round(p.agentMs.p99 / p.floorMs.p99, 2), cpuPerChangeUs: p.agentCpuPerEventUs, gc: p.gc, contention: p.contention, load: r.load as number[] };
 }
 
 /** CPU of the periodic full verification (--resync-seconds=5, three rounds in 15.5 s). */

@@ -9,7 +9,7 @@ import type { BenchCluster } from './cluster.ts';
 import type { ProbeProcess } from './ipc.ts';
 import { loadavg } from './machine.ts';
 import { churn, expectedFile, selfGets, switchOwners, type BenchPod } from './pods.ts';
-import { cpuBetween, sample } from './proc.ts';
+import { Contention, cpuBetween, sample } from './proc.ts';
 import { dist, nowMs, round } from './stats.ts';
 
 const WAIT_MS = 120_000; // give-up bound per wait; never a pass/fail threshold
@@ -82,6 +82,13 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   const probeLagMs: number[] = [];
   const burstS: number[] = [];
   const c0 = sample(agent.pid);
+  // Who had the two cores during the bursts, and who waited for one: the agent's tail is
+  // its own work plus the time it was runnable while the API server, etcd and the bench ran.
+  const pids = cluster.cp.pids;
+  const contention = new Contention({
+    agent: agent.pid, floor: floor.child.pid, fileProbe: files.child.pid, bench: process.pid,
+    apiserver: pids.apiserver, etcd: pids.etcd, controllerManager: pids.controllerManager, scheduler: pids.scheduler,
+  });
   // How long the agent's event loop takes to answer /healthz during the bursts: what a
   // liveness probe sees (synchronous work on the main thread shows up here).
   const health = pollHealth(agent);
@@ -111,6 +118,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     writeMs.push(...w.writeMs);
   }
   const c1 = sample(agent.pid);
+  const during = contention.since();
   const healthzMs = await health.stop();
   const m1 = await agent.metrics();
   const a = dist(agentMs);
@@ -133,10 +141,15 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     // V8's collections during the bursts, per kind (prom-client's GC histogram): a long
     // major collection stops every event behind it, which is what a tail is made of.
     gc: gcBetween(m0, m1),
+    // Per process over the bursts, seconds: on a CPU, and runnable but waiting for one
+    // (schedstat), whole process and main thread.
+    contention: during,
     samples: { agentMs: agentMs.map((x) => round(x, 2)), floorMs: floorMs.map((x) => round(x, 2)) },
     load: loadavg(),
   };
   const landed = landedMs.length ? dist(landedMs) : undefined;
+  const waited = (k: string) => during[k] ? `${(during[k].mainWaitS * 1000).toFixed(0)} ms` : '?';
+  say(`N=${n} bursts: main thread runnable but waiting for a CPU: agent ${waited('agent')}, floor ${waited('floor')}; CPU s: ${Object.entries(during).map(([k, v]) => `${k} ${v.cpuS}`).join(', ')}`);
   say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms${landed ? ` (by the files' ctime p50 ${landed.p50} p99 ${landed.p99}${landed.n < agentMs.length ? `, ${landed.n} files` : ''})` : ''}; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
 
   // Unrelated churn: labels and status, never ownerReferences.

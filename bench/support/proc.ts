@@ -2,7 +2,9 @@
 // CPU comes from two sources that cross-check each other: utime+stime in
 // /proc/<pid>/stat (whole process, 10 ms ticks) and the sum of every thread's
 // /proc/<pid>/task/<tid>/schedstat (nanoseconds; includes libuv's file-system threads,
-// which do the agent's disk work).
+// which do the agent's disk work). The same schedstat gives the time each thread was
+// runnable but waiting for a CPU (its second field): how much of a latency is the
+// machine's contention rather than the process's own work.
 
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -17,7 +19,22 @@ export interface ProcSample {
   cpuTicksS: number;
   /** Sum of per-thread on-CPU time, seconds (ns resolution; live threads only). */
   cpuS: number;
+  /** Sum of per-thread time runnable but not running (run-queue wait), seconds. */
+  waitS: number;
+  /** The main thread's (tid = pid) on-CPU and run-queue wait time, seconds: a Node process's JavaScript thread. */
+  mainCpuS: number;
+  mainWaitS: number;
   threads: number;
+}
+
+/** On-CPU and run-queue wait nanoseconds of one thread (schedstat's first two fields), or null if it exited. */
+function schedstat(pid: number, tid: string): [number, number] | null {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+    return [Number(run), Number(wait)];
+  } catch {
+    return null; // thread exited
+  }
 }
 
 function statusKiB(text: string, field: string): number {
@@ -32,18 +49,25 @@ export function sample(pid: number): ProcSample {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
   let ns = 0;
+  let waitNs = 0;
+  let main: [number, number] = [0, 0];
   let threads = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      threads++;
-    } catch { /* thread exited */ }
+    const t = schedstat(pid, tid);
+    if (!t) continue;
+    ns += t[0];
+    waitNs += t[1];
+    if (tid === String(pid)) main = t;
+    threads++;
   }
   return {
     rssMiB: statusKiB(status, 'VmRSS') / 1024,
     hwmMiB: statusKiB(status, 'VmHWM') / 1024,
     cpuTicksS: ticks * TICK_S,
     cpuS: ns / 1e9,
+    waitS: waitNs / 1e9,
+    mainCpuS: main[0] / 1e9,
+    mainWaitS: main[1] / 1e9,
     threads,
   };
 }
@@ -51,4 +75,38 @@ export function sample(pid: number): ProcSample {
 /** CPU used between two samples, seconds, from the precise source. */
 export function cpuBetween(a: ProcSample, b: ProcSample): number {
   return b.cpuS - a.cpuS;
+}
+
+/**
+ * CPU and run-queue wait of each named process between two moments, seconds (whole process
+ * and its main thread). A process that exited or was not running is left out.
+ */
+export class Contention {
+  readonly #pids: Record<string, number>;
+  readonly #at: Record<string, ProcSample> = {};
+
+  constructor(pids: Record<string, number | undefined>) {
+    this.#pids = Object.fromEntries(Object.entries(pids).filter((e): e is [string, number] => e[1] !== undefined));
+    for (const [name, pid] of Object.entries(this.#pids)) {
+      try {
+        this.#at[name] = sample(pid);
+      } catch { /* not running */ }
+    }
+  }
+
+  /** Since construction: per process, CPU and wait seconds, and the main thread's. */
+  since(): Record<string, { cpuS: number; waitS: number; mainCpuS: number; mainWaitS: number }> {
+    const out: Record<string, { cpuS: number; waitS: number; mainCpuS: number; mainWaitS: number }> = {};
+    for (const [name, a] of Object.entries(this.#at)) {
+      let b: ProcSample;
+      try {
+        b = sample(this.#pids[name]!);
+      } catch {
+        continue; // exited meanwhile
+      }
+      const r = (x: number) => Math.round(x * 1000) / 1000;
+      out[name] = { cpuS: r(b.cpuS - a.cpuS), waitS: r(b.waitS - a.waitS), mainCpuS: r(b.mainCpuS - a.mainCpuS), mainWaitS: r(b.mainWaitS - a.mainWaitS) };
+    }
+    return out;
+  }
 }

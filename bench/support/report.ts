@@ -51,6 +51,8 @@ interface PerN {
     healthzMs?: D;
     /** V8's collections during the bursts, per kind (older results lack it). */
     gc?: Record<string, { count: number; ms: number; over10ms: number }>;
+    /** Per process over the bursts: CPU and run-queue wait, seconds (runs since the contention column). */
+    contention?: Contention;
   };
   churn: { updates: number; fileWrites: number; inotifyEventsOnAgentFiles: number; agentCpuPerEventUs: number };
   memory: { rssAfterStartupMiB: number; rssEndMiB: number; peakRssMiB: number };
@@ -76,8 +78,11 @@ export interface Results {
 }
 
 /** The default agent and the features-on agent, measured one after the other (bench/run.ts --pairs). */
+/** Per process (agent, floor, fileProbe, bench, apiserver, etcd, ...): seconds on a CPU and runnable but waiting, whole process and main thread. */
+export type Contention = Record<string, { cpuS: number; waitS: number; mainCpuS: number; mainWaitS: number }>;
+
 export interface PairRun {
-  defaults: { p99: number; floorP99: number; ratio: number; cpuPerChangeUs: number; gc?: unknown; load: number[] };
+  defaults: { p99: number; floorP99: number; ratio: number; cpuPerChangeUs: number; gc?: unknown; contention?: Contention; load: number[] };
   features: PairRun['defaults'];
 }
 
@@ -91,12 +96,20 @@ function gcCell(gc: Record<string, { count: number; ms: number }> | undefined): 
   return `${k('minor')} / ${k('major')}`;
 }
 
+/** The main threads' run-queue wait over the bursts, per change: the agent's and the floor's. */
+function waitCell(p: PerN['propagation']): string {
+  const c = p.contention;
+  if (!c?.agent || !c.floor) return 'n/a';
+  const us = (s: number) => f((s * 1e6) / p.events, 0);
+  return `${us(c.agent.mainWaitS)} / ${us(c.floor.mainWaitS)} µs`;
+}
+
 function perNTable(rows: PerN[], first: string): string[] {
   return [
     row([first, 'start-up: all files (ready)', 'propagation agent p50 / p95 / p99 / max', 'floor p50 / p99', 'agent p99 ÷ floor p99',
       'agent − floor p99', "p99 by the files' ctime (probe's lag p99)", 'CPU per change', 'churn: updates → file writes', 'CPU per churn event', 'RSS after start-up / end / peak',
-      'agent CPU, whole life', '/healthz during bursts p99 / max', 'GC during bursts: scavenges (ms) / major (ms)', 'API requests: agent metric / API server / DIY', 'load (1, 5, 15 min)']),
-    row(Array(16).fill('---')),
+      'agent CPU, whole life', '/healthz during bursts p99 / max', 'GC during bursts: scavenges (ms) / major (ms)', 'waiting for a CPU per change: agent / floor main thread', 'API requests: agent metric / API server / DIY', 'load (1, 5, 15 min)']),
+    row(Array(17).fill('---')),
     ...rows.map((r) => row([
       r.variant ?? `N=${r.n}`,
       `${f(r.startup.allFilesMs, 0)} ms (${f(r.startup.readyMs, 0)} ms)`,
@@ -112,6 +125,7 @@ function perNTable(rows: PerN[], first: string): string[] {
       `${f(r.cpu.agentWholeRunS, 2)} s`,
       r.propagation.healthzMs ? `${f(r.propagation.healthzMs.p99)} / ${f(r.propagation.healthzMs.max)} ms` : 'n/a',
       gcCell(r.propagation.gc),
+      waitCell(r.propagation),
       `${r.api.agentMetricTotal} / ${r.api.apiServerCounted} / ${r.api.diy.requests}`,
       load(r.load),
     ])),
