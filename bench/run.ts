@@ -11,9 +11,12 @@
 //   npm run bench -- --what-if=poolfs,nowatch   only these what-if variants (--what-if= : none)
 //   npm run bench -- --sizes=1000 --no-extras --pairs=5   the default and the features-on agent
 //                                          alternately, five times each, at the largest N
+//   npm run bench -- --sizes=1000 --no-extras --pairs=3 --node-cpu-shares=8192
+//                                          the same with the node side (agents, floor, file probe)
+//                                          weighted 8x the control plane on the shared cores
 //
 // Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --agent-ref=REF
-//        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras --pairs=K
+//        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras --pairs=K --node-cpu-shares=N
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -29,6 +32,7 @@ import { measureN, waitUntil } from './support/measure.ts';
 import { clearFiles, createPods, switchOwners, type BenchPod } from './support/pods.ts';
 import { FEATURES_LABEL, IDLE_SCRAPES, IDLE_SETTLE_MS, SHIPPED_IDLE, updateDoc, type PairRun, type Results } from './support/report.ts';
 import { cpuBetween, sample } from './support/proc.ts';
+import { CpuGroup } from './support/cpugroup.ts';
 import { benchWebhook, printWebhook } from './webhook.ts';
 import { gitState, loadavg, machine } from './support/machine.ts';
 import { nowMs, round } from './support/stats.ts';
@@ -66,6 +70,9 @@ const { values: flags } = parseArgs({
     // being the two measured anyway: one run's ratio to the floor is one noisy sample.
     // Default 3 in the full run, 1 with --no-extras.
     pairs: { type: 'string' },
+    // A what-if of the machine (support/cpugroup.ts): every agent, the floor and the file probe
+    // in a CPU cgroup of this weight (cpu.shares; 1024 is everyone else's). Root only.
+    'node-cpu-shares': { type: 'string' },
   },
   allowNegative: true,
 });
@@ -137,6 +144,7 @@ const say = (msg: string) => process.stdout.write(`${((nowMs() - t0) / 1000).toF
 async function main(): Promise<void> {
   const result: Record<string, unknown> = {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    ...(flags['node-cpu-shares'] ? { nodeCpuShares: Number(flags['node-cpu-shares']) } : {}),
     date: new Date().toISOString(),
     machine: machine(),
     git: gitState(),
@@ -170,6 +178,12 @@ async function main(): Promise<void> {
     const files = new ProbeProcess(path.join(import.meta.dirname, 'probes/files.ts'));
     cleanups.unshift(() => floor.stop(), () => files.stop());
     await floor.call('start');
+    const nodeSide = flags['node-cpu-shares'] ? CpuGroup.create(`ownerrefs-bench-node-${process.pid}`, Number(flags['node-cpu-shares'])) : undefined;
+    if (nodeSide) {
+      cleanups.unshift(async () => nodeSide.remove());
+      for (const p of [floor, files]) nodeSide.add(p.child.pid!);
+      say(`node side (agents, floor, file probe) in ${nodeSide.dir}, cpu.shares ${flags['node-cpu-shares']}`);
+    }
 
     const mo = { say, quietCpuS: flags.profile ? 0.015 : 0.002 };
     await cluster.allowFollowing('configmaps');
@@ -185,13 +199,16 @@ async function main(): Promise<void> {
       return a;
     };
     const nodeArgs = flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(TMP, 'prof')}`] : [];
-    const run = (main: string, extra: string[] = [], v: Variant = { label: 'as shipped' }) =>
-      startAgent({
+    const run = async (main: string, extra: string[] = [], v: Variant = { label: 'as shipped' }) => {
+      const a = await startAgent({
         main, kubeconfig: cluster.agentKubeconfig, nodeName: NODE, kubeletRoot, args: [...NO_RESYNC, ...extra],
         nodeFlags: v.nodeFlags ?? agent.nodeFlags,
         nodeArgs: [...(v.shims?.length ? ['--import', hook] : []), ...nodeArgs],
         env: { ...v.env, ...(v.shims?.length ? { OWNERREFS_BENCH_SHIMS: v.shims.join(',') } : {}) },
       });
+      nodeSide?.add(a.pid); // from its first log line on: start-up is not what this what-if is about
+      return a;
+    };
 
     // --- Idle: no pod on the node has opted in.
     const idle: Record<string, unknown> = {};
