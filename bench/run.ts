@@ -14,9 +14,12 @@
 //   npm run bench -- --sizes=1000 --no-extras --pairs=3 --node-cpu-shares=8192
 //                                          the same with the node side (agents, floor, file probe)
 //                                          weighted 8x the control plane on the shared cores
+//   npm run bench -- --sizes=1000 --no-extras --pairs=3 --quiet-probe
+//                                          propagation by the files' ctime, no file watch in the bursts
 //
 // Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --agent-ref=REF
 //        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras --pairs=K --node-cpu-shares=N
+//        --quiet-probe
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -73,6 +76,9 @@ const { values: flags } = parseArgs({
     // A what-if of the machine (support/cpugroup.ts): every agent, the floor and the file probe
     // in a CPU cgroup of this weight (cpu.shares; 1024 is everyone else's). Root only.
     'node-cpu-shares': { type: 'string' },
+    // The file probe does not watch during the bursts: propagation by each file's ctime, read
+    // after the burst (bench/probes/files.ts), so the probe never takes the CPU from the agent.
+    'quiet-probe': { type: 'boolean', default: false },
   },
   allowNegative: true,
 });
@@ -145,6 +151,7 @@ async function main(): Promise<void> {
   const result: Record<string, unknown> = {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     ...(flags['node-cpu-shares'] ? { nodeCpuShares: Number(flags['node-cpu-shares']) } : {}),
+    ...(flags['quiet-probe'] ? { quietProbe: true } : {}),
     date: new Date().toISOString(),
     machine: machine(),
     git: gitState(),
@@ -185,7 +192,7 @@ async function main(): Promise<void> {
       say(`node side (agents, floor, file probe) in ${nodeSide.dir}, cpu.shares ${flags['node-cpu-shares']}`);
     }
 
-    const mo = { say, quietCpuS: flags.profile ? 0.015 : 0.002 };
+    const mo = { say, quietCpuS: flags.profile ? 0.015 : 0.002, quietProbe: flags['quiet-probe'] };
     await cluster.allowFollowing('configmaps');
     /** Starts an agent with the node labelled to follow owners; the label goes when that agent stops. */
     const withFeatures = async (start: () => Promise<RunningAgentProc>): Promise<RunningAgentProc> => {

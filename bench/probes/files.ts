@@ -9,6 +9,13 @@
 // inode whose times were queried with a fine-grained time (multigrain timestamps, Linux
 // 6.13+; the writer's fstat of the temporary, step 5, is that query); on older kernels it
 // is up to a clock tick (1 to 4 ms) early.
+//
+// Quiet mode (`arm` with quiet: true; `npm run bench -- --quiet-probe`): no watch at all while
+// the agent works. inotify wakes this process on every event of the agent's own writes (four
+// per file: the temporary's create, write and move, and the name's), and on two shared cores a
+// woken process takes the CPU from the agent it measures. Instead `wait` scans the files once
+// the caller says the burst is over, and each file's landing is its ctime; the scan's own
+// timing then does not matter.
 
 import { lstat, readFile } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'node:fs';
@@ -28,6 +35,9 @@ let seen = new Map<string, number>();
 let landed = new Map<string, number>();
 let events = 0;
 let waiter: (() => void) | undefined;
+/** Armed quiet: no watches; `wait` scans. */
+let quiet = false;
+const SCAN_EVERY_MS = 100;
 
 /**
  * Wall clock minus nowMs(), fixed at start: performance.timeOrigin is the wall clock then,
@@ -68,21 +78,35 @@ function ensureWatch(dir: string): void {
   }));
 }
 
+function unwatchAll(): void {
+  for (const w of watchers.values()) w.close();
+  watchers.clear();
+}
+
 serve({
-  /** New expectations (replacing the old); already-correct files count at arm time. */
+  /** New expectations (replacing the old); already-correct files count at arm time. Quiet: no watches until armed otherwise. */
   async arm(m) {
     const items = m.items as Item[];
     byDir = new Map(items.map((i) => [i.dir, i]));
     seen = new Map();
     landed = new Map();
-    for (const i of items) ensureWatch(i.dir);
+    quiet = m.quiet === true;
+    if (quiet) unwatchAll();
+    else for (const i of items) ensureWatch(i.dir);
     const at = nowMs();
     await Promise.all(items.map((i) => check(i, at)));
     return { already: seen.size };
   },
   /** Resolves when every armed pod's file is as expected, or after timeoutMs. */
   async wait(m) {
-    if (seen.size < byDir.size) {
+    if (quiet) {
+      const until = nowMs() + (m.timeoutMs as number);
+      for (;;) {
+        await Promise.all([...byDir.values()].map((i) => check(i, nowMs())));
+        if (seen.size === byDir.size || nowMs() >= until) break;
+        await new Promise((r) => setTimeout(r, SCAN_EVERY_MS));
+      }
+    } else if (seen.size < byDir.size) {
       await new Promise<void>((r) => {
         const t = setTimeout(r, m.timeoutMs as number);
         waiter = () => { clearTimeout(t); r(); };
@@ -99,8 +123,7 @@ serve({
     return { events: n };
   },
   close() {
-    for (const w of watchers.values()) w.close();
-    watchers.clear();
+    unwatchAll();
     return {};
   },
 });

@@ -14,6 +14,8 @@ import { dist, nowMs, round } from './stats.ts';
 
 const WAIT_MS = 120_000; // give-up bound per wait; never a pass/fail threshold
 const SETTLE_MS = 3_000;
+/** Quiet probe: after the floor has every event, how long before the files are scanned (their ctime is the measure; this only keeps the scan out of the agent's way). */
+const QUIET_SCAN_AFTER_MS = 500;
 
 /** Per pod: when the probe saw the file right, and when the file landed by its ctime (bench/probes/files.ts). */
 interface FileProbeResult { times: Record<string, number>; landed?: Record<string, number>; missing: string[] }
@@ -22,6 +24,11 @@ export interface MeasureOptions {
   say: (msg: string) => void;
   /** CPU under which the agent counts as idle per 250 ms (V8's profiler alone uses more). */
   quietCpuS: number;
+  /**
+   * The file probe does not watch during the bursts (bench/probes/files.ts, quiet mode): each
+   * file's landing is its ctime, read by a scan after the burst. Propagation is then by ctime.
+   */
+  quietProbe?: boolean;
 }
 
 export async function measureN(n: number, pods: BenchPod[], cluster: BenchCluster, floor: ProbeProcess, files: ProbeProcess,
@@ -95,22 +102,25 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   for (let r = 0; r < rounds; r++) {
     const to = cluster.owners[(r + 1) % 2]!;
     await floor.call('arm', { expect: Object.fromEntries(pods.map((p) => [p.uid, to.uid])) });
-    await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: expectedFile(to) })) });
+    await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: expectedFile(to) })), quiet: o.quietProbe === true });
     const b0 = nowMs();
     const w = await switchOwners(cluster.api, pods, to);
     burstS.push((nowMs() - b0) / 1000);
-    const [fl, fi] = await Promise.all([
-      floor.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }),
-      files.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }),
-    ]);
+    const waitFiles = () => files.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS });
+    const [fl, fi] = o.quietProbe
+      ? await floor.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }).then(async (r) => (await sleep(QUIET_SCAN_AFTER_MS), [r, await waitFiles()] as const))
+      : await Promise.all([floor.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }), waitFiles()]);
     if (fl.missing.length || fi.missing.length) throw new Error(`propagation: floor missed ${fl.missing.length}, files missed ${fi.missing.length}`);
     for (const p of pods) {
       const ret = w.returned.get(p.uid)!;
-      agentMs.push(fi.times[p.uid]! - ret);
-      floorMs.push(fl.times[p.uid]! - ret);
-      addedMs.push(fi.times[p.uid]! - fl.times[p.uid]!);
+      // Quiet: the scan's moment means nothing; the file landed at its ctime.
       const at = fi.landed?.[p.uid];
-      if (at !== undefined) {
+      if (o.quietProbe && at === undefined) throw new Error(`propagation: no ctime for pod ${p.uid}'s file`);
+      const got = o.quietProbe ? at! : fi.times[p.uid]!;
+      agentMs.push(got - ret);
+      floorMs.push(fl.times[p.uid]! - ret);
+      addedMs.push(got - fl.times[p.uid]!);
+      if (at !== undefined && !o.quietProbe) {
         landedMs.push(at - ret);
         probeLagMs.push(fi.times[p.uid]! - at);
       }
@@ -124,6 +134,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   const a = dist(agentMs);
   const f = dist(floorMs);
   out.propagation = {
+    probe: o.quietProbe ? 'quiet: no watch during the bursts; each file by its ctime' : 'inotify: woken by each event, then the bytes confirmed',
     rounds, events: agentMs.length, burstSeconds: burstS.map((s) => round(s, 2)),
     agentMs: a, floorMs: f, agentMinusFloorMs: dist(addedMs), apiWriteMs: dist(writeMs),
     // The same propagation by the file's ctime (when the rename happened), and how much
@@ -152,7 +163,8 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   say(`N=${n} bursts: main thread runnable but waiting for a CPU: agent ${waited('agent')}, floor ${waited('floor')}; CPU s: ${Object.entries(during).map(([k, v]) => `${k} ${v.cpuS}`).join(', ')}`);
   say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms${landed ? ` (by the files' ctime p50 ${landed.p50} p99 ${landed.p99}${landed.n < agentMs.length ? `, ${landed.n} files` : ''})` : ''}; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
 
-  // Unrelated churn: labels and status, never ownerReferences.
+  // Unrelated churn: labels and status, never ownerReferences. The probe watches again (it counts the events on the agent's files).
+  if (o.quietProbe) await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: expectedFile(cluster.owners[(rounds) % 2]!) })) });
   const churnRounds = Math.max(2, Math.ceil(2000 / n));
   await floor.call('count', { reset: true });
   await files.call('count', { reset: true });

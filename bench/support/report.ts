@@ -63,6 +63,8 @@ export interface Results {
   command: string; date: string; volumes: string; wallS: number;
   /** The node side's CPU weight (--node-cpu-shares), when the run was that what-if. */
   nodeCpuShares?: number;
+  /** Propagation by the files' ctime with no file watch during the bursts (--quiet-probe). */
+  quietProbe?: boolean;
   machine: { cpu: string; cores: number; memoryGiB: number; kernel: string; node: string; packages: Record<string, string> };
   git: { head: string; uncommittedAgentFiles: string[] };
   agentRef?: { ref: string; nodeFlags: string[] };
@@ -151,6 +153,7 @@ export function markdown(r: Results): string {
       (r.agentRef ? `Agent built from ${r.agentRef.ref} (Node flags: ${r.agentRef.nodeFlags.join(' ') || 'none'})` : `Agent built from ${r.git.head}` +
       (r.git.uncommittedAgentFiles.length ? ` plus uncommitted ${r.git.uncommittedAgentFiles.join(', ')}` : '')) +
       `. Load average before ${load(r.loadBefore)}, after ${load(r.loadAfter)} (the machine is shared; see the load column).` +
+      (r.quietProbe ? ' Propagation is by each file\'s ctime, read after the bursts: the file probe did not watch during them (`--quiet-probe`).' : '') +
       (r.nodeCpuShares ? ` **A what-if of the machine:** the agents, the floor and the file probe ran in a CPU cgroup weighted ${r.nodeCpuShares} against the control plane's 1024.` : ''),
     '',
     '#### Targets at N = 1,000',
