@@ -14,12 +14,13 @@
 //   npm run bench -- --sizes=1000 --no-extras --pairs=3 --node-cpu-shares=8192
 //                                          the same with the node side (agents, floor, file probe)
 //                                          weighted 8x the control plane on the shared cores
-//   npm run bench -- --sizes=1000 --no-extras --pairs=3 --quiet-probe
-//                                          propagation by the files' ctime, no file watch in the bursts
+//   npm run bench -- --sizes=1000 --no-extras --pairs=3 --no-quiet-probe
+//                                          propagation as an inotify probe sees it (the method
+//                                          before 2026-11-26), not by the files' ctime
 //
 // Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --agent-ref=REF
 //        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras --pairs=K --node-cpu-shares=N
-//        --quiet-probe
+//        --no-quiet-probe
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -78,7 +79,8 @@ const { values: flags } = parseArgs({
     'node-cpu-shares': { type: 'string' },
     // The file probe does not watch during the bursts: propagation by each file's ctime, read
     // after the burst (bench/probes/files.ts), so the probe never takes the CPU from the agent.
-    'quiet-probe': { type: 'boolean', default: false },
+    // --no-quiet-probe: the inotify probe of the runs before 2026-11-26 (woken by each event).
+    'quiet-probe': { type: 'boolean', default: true },
   },
   allowNegative: true,
 });
@@ -151,7 +153,7 @@ async function main(): Promise<void> {
   const result: Record<string, unknown> = {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     ...(flags['node-cpu-shares'] ? { nodeCpuShares: Number(flags['node-cpu-shares']) } : {}),
-    ...(flags['quiet-probe'] ? { quietProbe: true } : {}),
+    quietProbe: flags['quiet-probe'],
     date: new Date().toISOString(),
     machine: machine(),
     git: gitState(),

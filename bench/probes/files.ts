@@ -18,7 +18,7 @@
 // timing then does not matter.
 
 import { lstat, readFile } from 'node:fs/promises';
-import { watch, type FSWatcher } from 'node:fs';
+import { fstatSync, lstatSync, mkdtempSync, openSync, closeSync, renameSync, rmSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { serve } from '../support/ipc.ts';
 import { nowMs } from '../support/stats.ts';
@@ -78,6 +78,31 @@ function ensureWatch(dir: string): void {
   }));
 }
 
+/**
+ * Whether renames in `dir`'s file system get fine-grained ctimes (multigrain timestamps): the
+ * quiet mode's only clock. Ten renames in a row, each after an fstat that asks for a fine
+ * time, as the writer's step 5 does: fine-grained ctimes all differ, by tens of microseconds;
+ * coarse ones repeat a tick's value or jump by a tick (1 to 4 ms), up to a tick early.
+ */
+export function fineCtimes(dir: string): boolean {
+  const tmp = mkdtempSync(path.join(dir, '.ctime-check-'));
+  try {
+    const ctimes: bigint[] = [];
+    for (let i = 0; i < 10; i++) {
+      const fd = openSync(path.join(tmp, 'a'), 'w');
+      fstatSync(fd);
+      closeSync(fd);
+      renameSync(path.join(tmp, 'a'), path.join(tmp, 'b'));
+      ctimes.push(lstatSync(path.join(tmp, 'b'), { bigint: true }).ctimeNs);
+    }
+    const steps = ctimes.slice(1).map((c, i) => c - ctimes[i]!);
+    // Coarse: a loop this short repeats a tick's value. Fine: every step forward, some well under a tick (others may be long on a busy machine).
+    return steps.every((d) => d > 0n) && steps.some((d) => d < 500_000n);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 function unwatchAll(): void {
   for (const w of watchers.values()) w.close();
   watchers.clear();
@@ -91,6 +116,9 @@ serve({
     seen = new Map();
     landed = new Map();
     quiet = m.quiet === true;
+    if (quiet && items[0] && !fineCtimes(path.dirname(items[0].dir))) {
+      throw new Error(`the quiet probe measures by ctime, and renames under ${path.dirname(items[0].dir)} get coarse ones (no multigrain timestamps, Linux 6.13+): run with --no-quiet-probe`);
+    }
     if (quiet) unwatchAll();
     else for (const i of items) ensureWatch(i.dir);
     const at = nowMs();

@@ -47,6 +47,8 @@ interface PerN {
     events: number; agentMs: D; floorMs: D; agentMinusFloorMs: D; ratio: { p99: number };
     /** By the files' ctime, and the file probe's lag behind it (runs since 84b9ef1). */
     landedMs?: D; probeLagMs?: D;
+    /** How the files were observed: 'quiet: ...' (agentMs is by ctime) or 'inotify: ...' (runs since 2026-11-26). */
+    probe?: string;
     agentCpuPerEventUs: number; diskVerifications?: number; fileWrites: number;
     healthzMs?: D;
     /** V8's collections during the bursts, per kind (older results lack it). */
@@ -121,7 +123,8 @@ function perNTable(rows: PerN[], first: string): string[] {
       `${f(r.propagation.floorMs.p50)} / ${f(r.propagation.floorMs.p99)} ms`,
       `${f(r.propagation.ratio.p99)}×`,
       `${f(r.propagation.agentMinusFloorMs.p99)} ms`,
-      r.propagation.landedMs && r.propagation.probeLagMs ? `${f(r.propagation.landedMs.p99)} ms (${f(r.propagation.probeLagMs.p99)} ms)` : 'n/a',
+      r.propagation.landedMs && r.propagation.probeLagMs ? `${f(r.propagation.landedMs.p99)} ms (${f(r.propagation.probeLagMs.p99)} ms)`
+        : r.propagation.probe?.startsWith('quiet') ? 'the propagation itself (no probe in the bursts)' : 'n/a',
       `${f(r.propagation.agentCpuPerEventUs / 1000, 2)} ms`,
       `${r.churn.updates} → ${r.churn.fileWrites} (inotify: ${r.churn.inotifyEventsOnAgentFiles})`,
       `${f(r.churn.agentCpuPerEventUs, 0)} µs`,
@@ -153,7 +156,7 @@ export function markdown(r: Results): string {
       (r.agentRef ? `Agent built from ${r.agentRef.ref} (Node flags: ${r.agentRef.nodeFlags.join(' ') || 'none'})` : `Agent built from ${r.git.head}` +
       (r.git.uncommittedAgentFiles.length ? ` plus uncommitted ${r.git.uncommittedAgentFiles.join(', ')}` : '')) +
       `. Load average before ${load(r.loadBefore)}, after ${load(r.loadAfter)} (the machine is shared; see the load column).` +
-      (r.quietProbe ? ' Propagation is by each file\'s ctime, read after the bursts: the file probe did not watch during them (`--quiet-probe`).' : '') +
+      (r.quietProbe ? ' Propagation is by each file\'s ctime, read after the bursts: the file probe did not watch during them.' : '') +
       (r.nodeCpuShares ? ` **A what-if of the machine:** the agents, the floor and the file probe ran in a CPU cgroup weighted ${r.nodeCpuShares} against the control plane's 1024.` : ''),
     '',
     '#### Targets at N = 1,000',
