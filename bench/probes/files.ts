@@ -37,6 +37,8 @@ let events = 0;
 let waiter: (() => void) | undefined;
 /** Armed quiet: no watches; `wait` scans. */
 let quiet = false;
+/** Kubelet roots whose file system was found to give fine-grained ctimes. */
+const checkedFine = new Set<string>();
 const SCAN_EVERY_MS = 100;
 
 /**
@@ -116,8 +118,11 @@ serve({
     seen = new Map();
     landed = new Map();
     quiet = m.quiet === true;
-    if (quiet && items[0] && !fineCtimes(path.dirname(items[0].dir))) {
-      throw new Error(`the quiet probe measures by ctime, and renames under ${path.dirname(items[0].dir)} get coarse ones (no multigrain timestamps, Linux 6.13+): run with --no-quiet-probe`);
+    // Checked once, in the kubelet root (<root>/pods/<uid>/volumes/<plugin>/<volume>), outside every pod's directory.
+    const root = items[0] ? path.resolve(items[0].dir, '../../../../..') : undefined;
+    if (quiet && root && !checkedFine.has(root)) {
+      if (!fineCtimes(root)) throw new Error(`the quiet probe measures by ctime, and renames under ${root} get coarse ones (no multigrain timestamps, Linux 6.13+): run with --no-quiet-probe`);
+      checkedFine.add(root);
     }
     if (quiet) unwatchAll();
     else for (const i of items) ensureWatch(i.dir);
