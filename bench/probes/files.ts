@@ -10,7 +10,7 @@
 // 6.13+; the writer's fstat of the temporary, step 5, is that query); on older kernels it
 // is up to a clock tick (1 to 4 ms) early.
 //
-// Quiet mode (`arm` with quiet: true; `npm run bench -- --quiet-probe`): no watch at all while
+// Quiet mode (`arm` with quiet: true; the bench's default, `--no-quiet-probe` for the watch): no watch at all while
 // the agent works. inotify wakes this process on every event of the agent's own writes (four
 // per file: the temporary's create, write and move, and the name's), and on two shared cores a
 // woken process takes the CPU from the agent it measures. Instead `wait` scans the files once
