@@ -164,7 +164,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
   say(`N=${n} propagation (${agentMs.length} events): agent p50 ${a.p50} p99 ${a.p99} max ${a.max} ms${landed ? ` (by the files' ctime p50 ${landed.p50} p99 ${landed.p99}${landed.n < agentMs.length ? `, ${landed.n} files` : ''})` : ''}; floor p50 ${f.p50} p99 ${f.p99} ms; GC ${JSON.stringify((out.propagation as { gc: unknown }).gc)}`);
 
   // Unrelated churn: labels and status, never ownerReferences. The probe watches again (it counts the events on the agent's files).
-  if (o.quietProbe) await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: expectedFile(cluster.owners[(rounds) % 2]!) })) });
+  if (o.quietProbe) await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: expectedFile(p.owner) })) });
   const churnRounds = Math.max(2, Math.ceil(2000 / n));
   await floor.call('count', { reset: true });
   await files.call('count', { reset: true });

@@ -77,6 +77,9 @@ export function cpuBetween(a: ProcSample, b: ProcSample): number {
   return b.cpuS - a.cpuS;
 }
 
+/** One process's share of the machine between two moments, seconds: on a CPU, and runnable but waiting for one; whole process and main thread. */
+export interface ProcShare { cpuS: number; waitS: number; mainCpuS: number; mainWaitS: number }
+
 /**
  * CPU and run-queue wait of each named process between two moments, seconds (whole process
  * and its main thread). A process that exited or was not running is left out.
@@ -95,8 +98,8 @@ export class Contention {
   }
 
   /** Since construction: per process, CPU and wait seconds, and the main thread's. */
-  since(): Record<string, { cpuS: number; waitS: number; mainCpuS: number; mainWaitS: number }> {
-    const out: Record<string, { cpuS: number; waitS: number; mainCpuS: number; mainWaitS: number }> = {};
+  since(): Record<string, ProcShare> {
+    const out: Record<string, ProcShare> = {};
     for (const [name, a] of Object.entries(this.#at)) {
       let b: ProcSample;
       try {
