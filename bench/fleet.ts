@@ -9,7 +9,7 @@
 //   3. a rolling update of the Deployment and the DaemonSet: every file must come to name
 //      its pod's new controller (and, with --follow-owners, the owner reads it cost);
 //      then propagation on several nodes at once against a bare watch of each (owner
-//      changes on existing pods: support/fleet/propagation.ts);
+//      changes on existing pods, each file timed by its ctime: support/fleet/propagation.ts);
 //   4. the reconnect storm: the API server restarted with every agent connected
 //      (support/fleet/storm.ts);
 //   5. what one more watch costs the API server: --watch-cost watches like an agent's opened
@@ -19,6 +19,7 @@
 //
 //   npm run bench:fleet -- [--nodes=50] [--pods=5] [--window=30] [--probe-nodes=5] [--rounds=10]
 //                          [--follow-owners] [--watch-cost=1000] [--out=bench/results/fleet.json]
+//                          [--no-quiet-probe]   (propagation as an inotify probe sees it)
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -49,7 +50,11 @@ const { values: flags } = parseArgs({
     nodes: { type: 'string', default: '50' }, pods: { type: 'string', default: '5' }, window: { type: 'string', default: '30' },
     'probe-nodes': { type: 'string', default: '5' }, rounds: { type: 'string', default: '10' },
     'follow-owners': { type: 'boolean', default: false }, 'watch-cost': { type: 'string', default: '1000' }, out: { type: 'string' },
+    // Propagation by each file's ctime, with no watch during the rounds (bench/probes/files.ts);
+    // --no-quiet-probe: the inotify probe of the runs before 2026-11-26.
+    'quiet-probe': { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 const K = Number(flags.nodes);
 const P = Number(flags.pods);
@@ -116,7 +121,7 @@ async function main(): Promise<void> {
     result.churn = await rollout();
 
     const probeNodes = nodes.slice(0, Math.min(K, Number(flags['probe-nodes'])));
-    const prop = await propagationOnNodes({ api, kubeconfig: cp.kubeconfigPath, namespace: NS, rounds: Number(flags.rounds), nodes: probeNodes.map((n) => ({ name: n.name, kubeletRoot: n.kubeletRoot })) });
+    const prop = await propagationOnNodes({ api, kubeconfig: cp.kubeconfigPath, namespace: NS, rounds: Number(flags.rounds), nodes: probeNodes.map((n) => ({ name: n.name, kubeletRoot: n.kubeletRoot })), quiet: flags['quiet-probe'] });
     result.propagation = prop;
     say(`propagation on ${prop.nodes} nodes at once (${prop.events} owner changes): agent p50 ${prop.agentMs.p50} p99 ${prop.agentMs.p99} ms, ` +
       `floor p50 ${prop.floorMs.p50} p99 ${prop.floorMs.p99} ms (${prop.ratioP99}x); per-node p99 ratio ${prop.perNodeRatioP99.min}-${prop.perNodeRatioP99.max}x (median ${prop.perNodeRatioP99.median}x)`);

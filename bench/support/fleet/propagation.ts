@@ -1,13 +1,18 @@
 // Propagation on several nodes at once, against the floor, for bench:fleet: every pod on
 // the probe nodes gets a second (non-controller) owner, then loses it, round after round.
 // Per pod and round: the write's return -> the agent's file holding the new bytes (the
-// file probe, inotify) and -> a bare watch of that node's pods seeing the event (the
-// floor probe). Both probes are processes of their own, as in the main benchmark; their
-// clocks are CLOCK_MONOTONIC. The controllers ignore non-controller owners, so the
-// rounds do not fight them.
+// file probe) and -> a bare watch of that node's pods seeing the event (the floor probe).
+// Both probes are processes of their own, as in the main benchmark; their clocks are
+// CLOCK_MONOTONIC. The controllers ignore non-controller owners, so the rounds do not
+// fight them.
+//
+// The file probe is quiet by default, as in the main benchmark (bench/probes/files.ts): no
+// watch while the agents work, each file timed by its ctime from a scan once the floor has
+// every event. `quiet: false` gives the inotify probe, woken by each of the agents' writes.
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeApiClient } from '../../../agent/kube/client.ts';
 import { project, type OwnerReference } from '../../../projections/index.ts';
 import { ProbeProcess } from '../ipc.ts';
@@ -15,11 +20,13 @@ import { MERGE } from '../cluster.ts';
 import { dist, nowMs, pool, round, type Dist } from '../stats.ts';
 
 interface Pod { name: string; uid: string; node: string; dir: string; owners: OwnerReference[] }
-interface ProbeResult { times: Record<string, number>; missing: string[] }
+interface ProbeResult { times: Record<string, number>; landed?: Record<string, number>; missing: string[] }
 
 export interface NodePropagation { node: string; events: number; agentMs: Dist; floorMs: Dist; ratioP99: number }
 export interface FleetPropagation {
   nodes: number; podsPerNode: number; rounds: number; events: number;
+  /** How the agents' files were timed (the quiet probe by their ctime, or inotify). */
+  probe: string;
   agentMs: Dist; floorMs: Dist; ratioP99: number;
   /** Per node: its own p99 against its own floor. */
   perNode: NodePropagation[];
@@ -30,11 +37,16 @@ export interface FleetPropagation {
 const PROBES = path.join(import.meta.dirname, '..', '..', 'probes');
 const WAIT_MS = 60_000;
 const IN_FLIGHT = 8;
+/** Quiet probe: the scan starts this long after the floor has every event (the agents are done by then, or nearly). */
+const QUIET_SCAN_AFTER_MS = 500;
 
 export async function propagationOnNodes(o: {
   api: KubeApiClient; kubeconfig: string; namespace: string; rounds: number;
   nodes: { name: string; kubeletRoot: string }[];
+  /** Time the files by their ctime, with no watch during the rounds (default true). */
+  quiet?: boolean;
 }): Promise<FleetPropagation> {
+  const quiet = o.quiet ?? true;
   const ns = o.namespace;
   const extra = await o.api.json<{ metadata: { uid: string; name: string } }>('POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'fleet-extra-owner' } });
   const extraRef: OwnerReference = { apiVersion: 'v1', kind: 'ConfigMap', name: extra.metadata.name, uid: extra.metadata.uid };
@@ -62,18 +74,24 @@ export async function propagationOnNodes(o: {
       const ownersOf = (p: Pod) => (add ? [...p.owners, extraRef] : p.owners);
       const bytes = (p: Pod) => project({ metadata: { ownerReferences: ownersOf(p) } }).find((f) => f.path === 'ownerReferences')!.bytes.toString('utf8');
       await floor.call('arm', { expect: Object.fromEntries(pods.map((p) => [p.uid, extraRef.uid])), match: add ? 'has' : 'lacks' });
-      await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: bytes(p) })) });
+      await files.call('arm', { items: pods.map((p) => ({ key: p.uid, dir: p.dir, expected: bytes(p) })), quiet });
       const returned = new Map<string, number>();
       await pool(pods, IN_FLIGHT, async (p) => {
         await o.api.json('PATCH', `/api/v1/namespaces/${ns}/pods/${p.name}`, { metadata: { ownerReferences: ownersOf(p) } }, MERGE);
         returned.set(p.uid, nowMs());
       });
-      const [fl, fi] = await Promise.all([floor.call<ProbeResult>('wait', { timeoutMs: WAIT_MS }), files.call<ProbeResult>('wait', { timeoutMs: WAIT_MS })]);
+      const waitFiles = () => files.call<ProbeResult>('wait', { timeoutMs: WAIT_MS });
+      const [fl, fi] = quiet
+        ? await floor.call<ProbeResult>('wait', { timeoutMs: WAIT_MS }).then(async (f) => (await sleep(QUIET_SCAN_AFTER_MS), [f, await waitFiles()] as const))
+        : await Promise.all([floor.call<ProbeResult>('wait', { timeoutMs: WAIT_MS }), waitFiles()]);
       if (fl.missing.length || fi.missing.length) {
         throw new Error(`propagation round ${r}: the floor missed ${fl.missing.length} events, ${fi.missing.length} files did not converge within ${WAIT_MS / 1000} s`);
       }
       for (const p of pods) {
-        agentMs.get(p.node)!.push(fi.times[p.uid]! - returned.get(p.uid)!);
+        // Quiet: the scan's moment means nothing; the file landed at its ctime.
+        const got = quiet ? fi.landed?.[p.uid] : fi.times[p.uid];
+        if (got === undefined) throw new Error(`propagation round ${r}: no ${quiet ? 'ctime' : 'time'} for pod ${p.name}'s file`);
+        agentMs.get(p.node)!.push(got - returned.get(p.uid)!);
         floorMs.get(p.node)!.push(fl.times[p.uid]! - returned.get(p.uid)!);
       }
     }
@@ -87,6 +105,7 @@ export async function propagationOnNodes(o: {
     const ratios = perNode.map((n) => n.ratioP99).sort((x, y) => x - y);
     return {
       nodes: perNode.length, podsPerNode: round(pods.length / perNode.length, 1), rounds: o.rounds, events: pods.length * o.rounds,
+      probe: quiet ? 'quiet: no watch during the rounds; each file by its ctime' : 'inotify: woken by each event, then the bytes confirmed',
       agentMs: a, floorMs: f, ratioP99: round(a.p99 / f.p99, 2), perNode,
       perNodeRatioP99: { min: ratios[0]!, median: ratios[Math.floor(ratios.length / 2)]!, max: ratios.at(-1)! },
     };
