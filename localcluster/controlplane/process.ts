@@ -55,14 +55,20 @@ interface Live {
   exited: boolean;
 }
 
+/**
+ * Every Supervisor not yet closed, behind one process 'exit' listener: a fleet has one
+ * Supervisor per hollow node, and a listener each tripped Node's leak warning at eleven.
+ */
+const supervisors = new Set<Supervisor>();
+const killAllOnExit = (): void => {
+  for (const s of supervisors) s.killAllNow();
+};
+
 export class Supervisor {
   readonly logsDir: string;
   private readonly pidsPath: string;
   private readonly live = new Set<Live>();
   private readonly watchdog: ChildProcess;
-  private readonly onExit = (): void => {
-    for (const l of this.live) if (!l.exited) l.proc.kill('SIGKILL');
-  };
 
   constructor(workDir: string, logsDir: string) {
     this.logsDir = logsDir;
@@ -77,7 +83,13 @@ export class Supervisor {
     this.watchdog.unref();
     (this.watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
     this.watchdog.stdin?.on('error', () => {});
-    process.on('exit', this.onExit);
+    if (supervisors.size === 0) process.on('exit', killAllOnExit);
+    supervisors.add(this);
+  }
+
+  /** Layer 2: SIGKILL to every live child, synchronously (process 'exit' cannot await). */
+  killAllNow(): void {
+    for (const l of this.live) if (!l.exited) l.proc.kill('SIGKILL');
   }
 
   spawn(spec: SpawnSpec): Component {
@@ -136,7 +148,8 @@ export class Supervisor {
   // Terminates everything still running and retires the watchdog.
   async close(): Promise<void> {
     await Promise.all([...this.live].map((l) => this.terminate(this.asComponent(l))));
-    process.off('exit', this.onExit);
+    supervisors.delete(this);
+    if (supervisors.size === 0) process.off('exit', killAllOnExit);
     // Nothing left to reap; without the file a kept workDir is not mistaken
     // for a crashed run's leftovers.
     await rm(this.pidsPath, { force: true });
