@@ -19,9 +19,15 @@ export interface Storm {
   apiserverRestartSeconds: number | undefined;
   podAndNodeWatchesBefore: number;
   everyWatchBackAfterSeconds: number | undefined;
-  /** Requests the agents made (all), and those the API server answered (any HTTP status). */
+  /**
+   * The agents' requests by when each ended (answered, or failed), and those the API server
+   * answered (any HTTP status). A request the starting server held counts when it was
+   * answered, not when it was sent; a refused connection ends at once, so `agentRefused`
+   * is also when those were sent.
+   */
   agentAttempts: Interval[];
   agentAnswered: Interval[];
+  agentRefused: Interval[];
   /** The agents' answered requests by status code, over the whole storm. */
   agentAnsweredByCode: Record<string, number>;
   /** From the restarted API server's counters, from its first sample on. */
@@ -30,7 +36,7 @@ export interface Storm {
   serverFirstSample: { at: number; kubelets: number; agents: number } | undefined;
   serverAgents: Interval[];
   /** Peaks, per agent (or, for the kubelets, per node) per second. */
-  peakPerAgent: { attempts: number; answered: number; serverCounted: number; kubeletsServerCountedPerNode: number };
+  peakPerAgent: { attempts: number; answered: number; refused: number; serverCounted: number; kubeletsServerCountedPerNode: number };
   agentRequestsTotal: number;
   agentRelists: number;
   kubeletRequestsInWindow: number;
@@ -96,6 +102,7 @@ export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): 
     ticks.slice(1).map((x, i) => ({ from: round(ticks[i]!.t), to: round(x.t), perSecond: round((value(x) - value(ticks[i]!)) / (x.t - ticks[i]!.t)) }));
   const attempts = rates(agentTicks, (x) => sum(x.codes));
   const answered = rates(agentTicks, (x) => sum(x.codes, (c) => c !== 'error'));
+  const refused = rates(agentTicks, (x) => x.codes.error ?? 0);
   const serverKubelets = rates(serverTicks, (x) => x.kubelets);
   const serverAgents = rates(serverTicks, (x) => x.agents);
   const peak = (xs: Interval[]) => Math.max(0, ...xs.map((x) => x.perSecond));
@@ -107,11 +114,11 @@ export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): 
     apiserverRestartSeconds: restartedAt === undefined ? undefined : round(restartedAt),
     podAndNodeWatchesBefore: beforeApi.podAndNodeWatches,
     everyWatchBackAfterSeconds: allBackAt === undefined ? undefined : round(allBackAt),
-    agentAttempts: attempts, agentAnswered: answered, agentAnsweredByCode: answeredByCode,
+    agentAttempts: attempts, agentAnswered: answered, agentRefused: refused, agentAnsweredByCode: answeredByCode,
     serverKubelets, serverAgents,
     serverFirstSample: serverTicks[0] ? { at: round(serverTicks[0].t), kubelets: serverTicks[0].kubelets, agents: serverTicks[0].agents } : undefined,
     peakPerAgent: {
-      attempts: round(peak(attempts) / agents.length), answered: round(peak(answered) / agents.length),
+      attempts: round(peak(attempts) / agents.length), answered: round(peak(answered) / agents.length), refused: round(peak(refused) / agents.length),
       serverCounted: round(peak(serverAgents) / agents.length), kubeletsServerCountedPerNode: round(peak(serverKubelets) / agents.length),
     },
     agentRequestsTotal: sum(last) - sum(beforeCodes),
@@ -127,8 +134,9 @@ function round(x: number): number {
 
 export function describeStorm(s: Storm): string {
   return `reconnect storm: API server back in ${s.apiserverRestartSeconds?.toFixed(1)} s; all ${s.podAndNodeWatchesBefore} pod and Node watches back after ` +
-    `${s.everyWatchBackAfterSeconds?.toFixed(1) ?? `NOT within ${LIMIT_S}`} s; peak per agent per second: attempts ${s.peakPerAgent.attempts}, ` +
-    `answered ${s.peakPerAgent.answered}, counted by the API server ${s.peakPerAgent.serverCounted} (kubelets, per node: ${s.peakPerAgent.kubeletsServerCountedPerNode}); ` +
+    `${s.everyWatchBackAfterSeconds?.toFixed(1) ?? `NOT within ${LIMIT_S}`} s; peak per agent per second: ended (answered or refused) ${s.peakPerAgent.attempts}, ` +
+    `answered ${s.peakPerAgent.answered} (held requests count when answered), refused while down ${s.peakPerAgent.refused}, ` +
+    `counted by the API server from its first sample ${s.peakPerAgent.serverCounted} (kubelets, per node: ${s.peakPerAgent.kubeletsServerCountedPerNode}); ` +
     `agent requests ${s.agentRequestsTotal} in all (${s.agents} agents; answered by code ${JSON.stringify(s.agentAnsweredByCode)}), relists ${s.agentRelists}; ` +
     `kubelets' requests since the restart ${s.kubeletRequestsInWindow}`;
 }
