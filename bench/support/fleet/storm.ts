@@ -22,8 +22,9 @@ export interface Storm {
   /**
    * The agents' requests by when each ended (answered, or failed), and those the API server
    * answered (any HTTP status). A request the starting server held counts when it was
-   * answered, not when it was sent; a refused connection ends at once, so `agentRefused`
-   * is also when those were sent.
+   * answered, not when it was sent. `agentRefused`: those that ended without an answer
+   * (code "error"); during the outage these are refused connections, which end as they are
+   * sent, so they show when the agents sent.
    */
   agentAttempts: Interval[];
   agentAnswered: Interval[];
