@@ -18,7 +18,20 @@ const SETTLE_MS = 3_000;
 const QUIET_SCAN_AFTER_MS = 500;
 
 /** Per pod: when the probe saw the file right, and when the file landed by its ctime (bench/probes/files.ts). */
-interface FileProbeResult { times: Record<string, number>; landed?: Record<string, number>; missing: string[] }
+export interface FileProbeResult { times: Record<string, number>; landed?: Record<string, number>; missing: string[] }
+
+/**
+ * One round's answers from the floor and the file probe (bench:fleet's propagation too). Quiet:
+ * the floor first, then a pause, then the file scan, which then stays out of the agents' way
+ * (the files' ctimes are the measure); otherwise both at once, as the inotify probe times by waking.
+ */
+export async function awaitProbes(floor: ProbeProcess, files: ProbeProcess, quiet: boolean, timeoutMs: number): Promise<readonly [FileProbeResult, FileProbeResult]> {
+  const waitFiles = () => files.call<FileProbeResult>('wait', { timeoutMs });
+  if (!quiet) return Promise.all([floor.call<FileProbeResult>('wait', { timeoutMs }), waitFiles()]);
+  const fl = await floor.call<FileProbeResult>('wait', { timeoutMs });
+  await sleep(QUIET_SCAN_AFTER_MS);
+  return [fl, await waitFiles()];
+}
 
 export interface MeasureOptions {
   say: (msg: string) => void;
@@ -106,10 +119,7 @@ async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor
     const b0 = nowMs();
     const w = await switchOwners(cluster.api, pods, to);
     burstS.push((nowMs() - b0) / 1000);
-    const waitFiles = () => files.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS });
-    const [fl, fi] = o.quietProbe
-      ? await floor.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }).then(async (r) => (await sleep(QUIET_SCAN_AFTER_MS), [r, await waitFiles()] as const))
-      : await Promise.all([floor.call<FileProbeResult>('wait', { timeoutMs: WAIT_MS }), waitFiles()]);
+    const [fl, fi] = await awaitProbes(floor, files, o.quietProbe === true, WAIT_MS);
     if (fl.missing.length || fi.missing.length) throw new Error(`propagation: floor missed ${fl.missing.length}, files missed ${fi.missing.length}`);
     for (const p of pods) {
       const ret = w.returned.get(p.uid)!;

@@ -12,15 +12,14 @@
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeApiClient } from '../../../agent/kube/client.ts';
 import { project, type OwnerReference } from '../../../projections/index.ts';
 import { ProbeProcess } from '../ipc.ts';
 import { MERGE } from '../cluster.ts';
+import { awaitProbes } from '../measure.ts';
 import { dist, nowMs, pool, round, type Dist } from '../stats.ts';
 
 interface Pod { name: string; uid: string; node: string; dir: string; owners: OwnerReference[] }
-interface ProbeResult { times: Record<string, number>; landed?: Record<string, number>; missing: string[] }
 
 export interface NodePropagation { node: string; events: number; agentMs: Dist; floorMs: Dist; ratioP99: number }
 export interface FleetPropagation {
@@ -37,8 +36,6 @@ export interface FleetPropagation {
 const PROBES = path.join(import.meta.dirname, '..', '..', 'probes');
 const WAIT_MS = 60_000;
 const IN_FLIGHT = 8;
-/** Quiet probe: the scan starts this long after the floor has every event (the agents are done by then, or nearly). */
-const QUIET_SCAN_AFTER_MS = 500;
 
 export async function propagationOnNodes(o: {
   api: KubeApiClient; kubeconfig: string; namespace: string; rounds: number;
@@ -80,10 +77,7 @@ export async function propagationOnNodes(o: {
         await o.api.json('PATCH', `/api/v1/namespaces/${ns}/pods/${p.name}`, { metadata: { ownerReferences: ownersOf(p) } }, MERGE);
         returned.set(p.uid, nowMs());
       });
-      const waitFiles = () => files.call<ProbeResult>('wait', { timeoutMs: WAIT_MS });
-      const [fl, fi] = quiet
-        ? await floor.call<ProbeResult>('wait', { timeoutMs: WAIT_MS }).then(async (f) => (await sleep(QUIET_SCAN_AFTER_MS), [f, await waitFiles()] as const))
-        : await Promise.all([floor.call<ProbeResult>('wait', { timeoutMs: WAIT_MS }), waitFiles()]);
+      const [fl, fi] = await awaitProbes(floor, files, quiet, WAIT_MS);
       if (fl.missing.length || fi.missing.length) {
         throw new Error(`propagation round ${r}: the floor missed ${fl.missing.length} events, ${fi.missing.length} files did not converge within ${WAIT_MS / 1000} s`);
       }
