@@ -48,6 +48,22 @@ export const WATCH_BACKOFF = { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_0
  */
 export const RECOVERY_SPACING_MS = 4_000;
 
+/**
+ * A new connection to the API server must finish its TLS handshake within `initialMs`;
+ * after one that did not, the next gets twice as long, up to `maxMs` (client-go's TLS
+ * handshake timeout), and one that finishes starts the count over.
+ *
+ * Why so short at first: a restarting kube-apiserver binds its port seconds before it
+ * serves it, and the kernel accepts connections for it meanwhile. A request sent then
+ * waits unanswered (the stall watchdog would give up after 90 s), and when the server
+ * starts serving, every agent's waiting request is answered in the same second: about
+ * one per agent in bench:fleet's storm. Given up after a second, a waiting request is sent
+ * again at the agent's next paced slot, and only the last second's requests meet the
+ * server's first. Behind a load balancer the new connection may also reach a server that
+ * does serve. The doubling keeps a server that is merely slow to handshake reachable.
+ */
+export const HANDSHAKE_DEADLINE = { initialMs: 1_000, maxMs: 10_000 } as const;
+
 /** Per-pod retry of a failed sync (a full or read-only volume, say). */
 export const SYNC_RETRY = { initialMs: 500, maxMs: 60_000 } as const;
 /** Warning Events per object and reason: a burst, then one per refill period. */

@@ -6,7 +6,10 @@
 // default; client-node's KubeConfig has the same two methods and works too).
 
 import https from 'node:https';
-import type { IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { HANDSHAKE_DEADLINE } from '../common/defaults.ts';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -54,22 +57,33 @@ export const REQUEST_DEADLINE_MS = 60_000;
 /** Plain requests share this many sockets; watches have their own agent, never queued behind them. */
 const PLAIN_SOCKETS = 8;
 
+export interface ClientOptions {
+  /** A plain request's whole answer: REQUEST_DEADLINE_MS unless a test shortens it. */
+  deadlineMs?: number;
+  /** A new connection's TLS handshake: HANDSHAKE_DEADLINE unless a test shortens it. */
+  handshake?: { initialMs: number; maxMs: number };
+}
+
 export class KubeApiClient implements ApiClient {
   readonly #kc: Credentials;
   readonly #server: URL;
   readonly #observe: RequestObserver;
   readonly #deadlineMs: number;
+  readonly #handshake: { initialMs: number; maxMs: number };
+  /** What the next new connection gets to finish its TLS handshake (HANDSHAKE_DEADLINE). */
+  #handshakeMs: number;
   /** Keep-alive agents, for plain requests and for watches, and the TLS material they were made with. */
   readonly #agents = new Map<'plain' | 'stream', { agent: https.Agent; tls: string }>();
 
-  /** `deadlineMs`: REQUEST_DEADLINE_MS unless a test shortens it. */
-  constructor(kc: Credentials, observe: RequestObserver = () => {}, { deadlineMs = REQUEST_DEADLINE_MS }: { deadlineMs?: number } = {}) {
+  constructor(kc: Credentials, observe: RequestObserver = () => {}, { deadlineMs = REQUEST_DEADLINE_MS, handshake = HANDSHAKE_DEADLINE }: ClientOptions = {}) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     this.#kc = kc;
     this.#server = new URL(cluster.server);
     this.#observe = observe;
     this.#deadlineMs = deadlineMs;
+    this.#handshake = handshake;
+    this.#handshakeMs = handshake.initialMs;
   }
 
   async json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType = 'application/json', accept?: string): Promise<T> {
@@ -123,6 +137,7 @@ export class KubeApiClient implements ApiClient {
         this.#observe(verb, path, res.statusCode ?? 0);
         resolve(res);
       });
+      req.once('socket', (socket) => this.#boundHandshake(req, socket));
       req.on('timeout', () => req.destroy(Object.assign(new Error(`no data for ${IDLE_TIMEOUT_MS} ms`), { code: 'ETIMEDOUT' })));
       req.on('error', (err) => {
         this.#observe(verb, path, 'error');
@@ -130,6 +145,26 @@ export class KubeApiClient implements ApiClient {
       });
       req.end(body);
     });
+  }
+
+  /**
+   * A new connection must finish its TLS handshake within the current deadline, else the
+   * request fails (ETIMEDOUT) and the caller retries as after any failure. A server that
+   * accepted the connection without serving it (a kube-apiserver still starting binds its
+   * port early) is not waited for until the stall watchdog; see HANDSHAKE_DEADLINE.
+   */
+  #boundHandshake(req: ClientRequest, socket: Socket): void {
+    if (req.reusedSocket) return; // a keep-alive socket finished its handshake long ago
+    const ms = this.#handshakeMs;
+    const timer = setTimeout(() => {
+      this.#handshakeMs = Math.min(this.#handshake.maxMs, Math.max(this.#handshakeMs, 2 * ms));
+      req.destroy(Object.assign(new Error(`${this.#server.host} did not finish a TLS handshake within ${ms} ms`), { code: 'ETIMEDOUT' }));
+    }, ms);
+    (socket as TLSSocket).once('secureConnect', () => {
+      clearTimeout(timer);
+      this.#handshakeMs = this.#handshake.initialMs;
+    });
+    socket.once('close', () => clearTimeout(timer));
   }
 
   /**

@@ -107,4 +107,25 @@ describe('API faults', () => {
       await converge(generation, 'after the black hole');
     });
   });
+
+  it('gives up on connections a starting API server accepts but does not serve at its handshake deadline, and catches up once it serves', async () => {
+    await withReader(async () => {
+      const handshakeFailures = () => e.agent.lines.filter((l) => l.msg === 'watch failed; retrying'
+        && JSON.stringify(l).includes('did not finish a TLS handshake')).length;
+      const before = { failures: handshakeFailures(), abandoned: e.proxy!.abandoned };
+      await connected();
+      // What a kube-apiserver does between binding its port and serving it: connections are
+      // accepted and nothing is answered. Then every watch breaks, as when the server went away.
+      e.proxy!.hold();
+      expect(e.proxy!.cut()).toBeGreaterThanOrEqual(2);
+      await burst.setOwner(++generation); // while the agent cannot see it
+      // Each watch's retry meets a held connection and gives it up at the handshake deadline
+      // (1 s, then 2 s), not when the stall watchdog (5 s here) would: a fleet's held requests
+      // then do not all meet the server's first second of serving.
+      await waitFor(() => handshakeFailures() >= before.failures + 2 && e.proxy!.abandoned >= before.abandoned + 2,
+        { timeoutMs: 60_000, describe: 'both watches give up a held connection at the handshake deadline', logsDir: e.cp!.logsDir });
+      e.proxy!.release();
+      await converge(generation, 'once the server serves');
+    });
+  });
 });

@@ -15,15 +15,43 @@ export interface FaultProxy {
    * healthy TCP connection that never delivers another byte. New connections still work.
    */
   blackhole(): number;
+  /** Close every open connection at once, as a server that goes away does. */
+  cut(): number;
+  /**
+   * From now on accept connections without serving them, as a kube-apiserver that is
+   * starting does (its port is bound before it serves): what the client sends is kept,
+   * nothing is answered.
+   */
+  hold(): void;
+  /** Serve again, and forward the held connections the clients have not given up on. */
+  release(): number;
+  /** Held connections now. */
+  readonly held: number;
+  /** Held connections the client closed before they were served. */
+  readonly abandoned: number;
   close(): Promise<void>;
 }
 
 export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.0.0.1'): Promise<FaultProxy> {
   const open = new Set<{ client: net.Socket; upstream: net.Socket }>();
+  const held = new Map<net.Socket, Buffer[]>();
+  let holding = false;
+  let abandoned = 0;
   let connections = 0;
   const server = net.createServer((client) => {
     connections++;
+    if (!holding) return forward(client);
+    const sent: Buffer[] = [];
+    held.set(client, sent);
+    client.on('data', (d: Buffer) => sent.push(d));
+    client.on('error', () => {});
+    client.on('close', () => {
+      if (held.delete(client)) abandoned++;
+    });
+  });
+  function forward(client: net.Socket, sent: Buffer[] = []): void {
     const upstream = net.connect(upstreamPort, upstreamHost);
+    for (const d of sent) upstream.write(d);
     const pair = { client, upstream };
     open.add(pair);
     client.pipe(upstream);
@@ -35,7 +63,7 @@ export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.
     };
     client.on('close', end).on('error', end);
     upstream.on('close', end).on('error', end);
-  });
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
   return {
@@ -57,8 +85,38 @@ export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.
       open.clear(); // forgotten, never closed by us: only the agent can give up on them
       return n;
     },
+    cut() {
+      const n = open.size;
+      for (const { client, upstream } of open) {
+        client.destroy();
+        upstream.destroy();
+      }
+      open.clear();
+      return n;
+    },
+    hold() {
+      holding = true;
+    },
+    release() {
+      holding = false;
+      const waiting = [...held];
+      held.clear();
+      for (const [client, sent] of waiting) {
+        client.removeAllListeners('data');
+        forward(client, sent);
+      }
+      return waiting.length;
+    },
+    get held() {
+      return held.size;
+    },
+    get abandoned() {
+      return abandoned;
+    },
     async close() {
       server.close();
+      for (const client of held.keys()) client.destroy();
+      held.clear();
       for (const { client, upstream } of open) {
         client.destroy();
         upstream.destroy();

@@ -1,5 +1,6 @@
 // KubeApiClient over real TLS against a local server that misbehaves: a plain request's
-// whole answer is bounded, and watches never wait behind plain requests for a socket.
+// whole answer is bounded, watches never wait behind plain requests for a socket, and a
+// connection the server accepted but does not serve is given up after its handshake deadline.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import https from 'node:https';
@@ -8,7 +9,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generatePki } from '../../../localcluster/controlplane/certs.ts';
-import { KubeApiClient } from '../../../agent/kube/client.ts';
+import { KubeApiClient, type ClientOptions } from '../../../agent/kube/client.ts';
+import { waitFor } from '../../../localcluster/wait.ts';
+import { startFaultProxy, type FaultProxy } from '../../support/proxy.ts';
 
 let pki: Awaited<ReturnType<typeof generatePki>>;
 const dir = mkdtempSync(path.join(os.tmpdir(), 'kube-client-'));
@@ -17,16 +20,38 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const cleanup: (() => void)[] = [];
 afterEach(() => { for (const c of cleanup.splice(0)) c(); });
 
-async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void, opts: { deadlineMs?: number } = {}) {
+async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void, opts: ClientOptions = {}) {
+  return (await serveBehindProxy(handler, opts, false)).client;
+}
+
+/** The server behind a fault proxy (which can hold new connections, as a starting kube-apiserver does). */
+async function serveBehindProxy(handler: (req: IncomingMessage, res: ServerResponse) => void, opts: ClientOptions = {}, proxied = true) {
   const server = https.createServer({ cert: readFileSync(pki.serving.cert), key: readFileSync(pki.serving.key) }, handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const proxy: FaultProxy | undefined = proxied ? await startFaultProxy(port) : undefined;
   const ca = readFileSync(pki.caCert);
   const client = new KubeApiClient({
-    getCurrentCluster: () => ({ server: `https://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    getCurrentCluster: () => ({ server: `https://${proxy?.address ?? `127.0.0.1:${port}`}` }),
     async applyToHTTPSOptions(o) { o.ca = ca; },
   }, () => {}, opts);
-  cleanup.push(() => { client.close(); server.closeAllConnections(); server.close(); });
-  return client;
+  cleanup.push(() => { client.close(); void proxy?.close(); server.closeAllConnections(); server.close(); });
+  return { client, proxy: proxy! };
+}
+
+const answer = (_req: IncomingMessage, res: ServerResponse) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end('{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[]}');
+};
+
+/** What a request ended with: the error's code and message, or "answered". */
+async function outcome(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'answered';
+  } catch (err) {
+    return `${(err as { code?: string }).code}: ${(err as Error).message}`;
+  }
 }
 
 describe('KubeApiClient', () => {
@@ -56,5 +81,50 @@ describe('KubeApiClient', () => {
     const first = await new Promise<string>((r) => res.once('data', (d: Buffer) => r(d.toString())));
     expect(first).toContain('BOOKMARK');
     void hung;
+  });
+
+  describe('a connection the server accepted but does not serve (a kube-apiserver still starting)', () => {
+    it.each([
+      ['a watch', (c: KubeApiClient) => c.stream('/api/v1/pods?watch=true', new AbortController().signal)],
+      ['a plain request', (c: KubeApiClient) => c.json('GET', '/api/v1/pods')],
+    ])('gives up on %s once its TLS handshake has not finished within the deadline, and closes the connection', async (_what, call) => {
+      const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 200, maxMs: 1_000 } });
+      proxy.hold();
+      expect(await outcome(call(client))).toBe(`ETIMEDOUT: ${proxy.address} did not finish a TLS handshake within 200 ms`);
+      // Closed by the client, not left for the server to find when it starts serving.
+      await waitFor(() => proxy.abandoned === 1 && proxy.held === 0, { timeoutMs: 5_000, describe: 'the held connection closed by the client' });
+    });
+
+    it('doubles the deadline after each handshake that did not finish, up to its cap, and starts over after one that did', async () => {
+      const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 100, maxMs: 400 } });
+      const list = () => outcome(client.json('GET', '/api/v1/pods'));
+      const late = (ms: number) => `ETIMEDOUT: ${proxy.address} did not finish a TLS handshake within ${ms} ms`;
+      proxy.hold();
+      const held = [await list(), await list(), await list(), await list()];
+      expect(held).toEqual([late(100), late(200), late(400), late(400)]);
+      proxy.release();
+      expect(await list()).toBe('answered');
+      proxy.hold();
+      proxy.cut(); // the kept-alive connection goes: the next request needs a new one
+      // A request sent before the client saw that close fails on the dead socket, as with any server.
+      let next = await list();
+      for (let i = 0; i < 3 && next === 'ECONNRESET: socket hang up'; i++) next = await list();
+      expect(next).toBe(late(100));
+    });
+
+    it('serves the request the server answers once it starts serving within the deadline', async () => {
+      const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 5_000, maxMs: 5_000 } });
+      proxy.hold();
+      const pending = outcome(client.json('GET', '/api/v1/pods'));
+      await waitFor(() => proxy.held === 1, { timeoutMs: 5_000, describe: 'the connection held' });
+      expect(proxy.release()).toBe(1);
+      expect(await pending).toBe('answered');
+    });
+
+    it('bounds the handshake only: an answer slower than the deadline, on a new connection or a kept-alive one, is waited for', async () => {
+      const client = await serve((req, res) => setTimeout(() => answer(req, res), 400), { handshake: { initialMs: 100, maxMs: 100 } });
+      expect(await outcome(client.json('GET', '/api/v1/pods'))).toBe('answered');
+      expect(await outcome(client.json('GET', '/api/v1/pods'))).toBe('answered');
+    });
   });
 });
