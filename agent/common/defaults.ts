@@ -54,13 +54,16 @@ export const RECOVERY_SPACING_MS = 4_000;
  * handshake timeout), and one that finishes starts the count over.
  *
  * Why so short at first: a restarting kube-apiserver binds its port seconds before it
- * serves it, and the kernel accepts connections for it meanwhile. A request sent then
- * waits unanswered (the stall watchdog would give up after 90 s), and when the server
- * starts serving, every agent's waiting request is answered in the same second: about
- * one per agent in bench:fleet's storm. Given up after a second, a waiting request is sent
- * again at the agent's next paced slot, and only the last second's requests meet the
- * server's first. Behind a load balancer the new connection may also reach a server that
- * does serve. The doubling keeps a server that is merely slow to handshake reachable.
+ * serves it, and the kernel accepts connections for it meanwhile. Without this bound a
+ * watch sent to it waited for the stall watchdog (90 s) or for the server; behind a load
+ * balancer that had sent it to a server still starting, the node's files stayed stale
+ * that long while other servers served. Given up, the request goes again at the agent's
+ * next paced slot, perhaps to a server that serves. The doubling keeps a server that is
+ * merely slow to handshake reachable.
+ *
+ * What it does not do: lighten a restarted server's first second. The connections given
+ * up stay in its accept queue and each costs it a failed handshake when it starts serving
+ * (bench:fleet counts them: docs/PERFORMANCE.md, "Reconnect storm").
  */
 export const HANDSHAKE_DEADLINE = { initialMs: 1_000, maxMs: 10_000 } as const;
 

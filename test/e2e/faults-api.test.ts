@@ -120,8 +120,8 @@ describe('API faults', () => {
       expect(e.proxy!.cut()).toBeGreaterThanOrEqual(2);
       await burst.setOwner(++generation); // while the agent cannot see it
       // Each watch's retry meets a held connection and gives it up at the handshake deadline
-      // (1 s, then 2 s), not when the stall watchdog (5 s here) would: a fleet's held requests
-      // then do not all meet the server's first second of serving.
+      // (1 s, then 2 s), not when the stall watchdog (5 s here) would: behind a load balancer
+      // the retry may reach a server that serves.
       await waitFor(() => handshakeFailures() >= before.failures + 2 && e.proxy!.abandoned >= before.abandoned + 2,
         { timeoutMs: 60_000, describe: 'both watches give up a held connection at the handshake deadline', logsDir: e.cp!.logsDir });
       e.proxy!.release();

@@ -23,8 +23,9 @@ export interface Storm {
    * The agents' requests by when each ended (answered, or failed), and those the API server
    * answered (any HTTP status). A request the starting server held counts when it was
    * answered, not when it was sent. `agentRefused`: those that ended without an answer
-   * (code "error"); during the outage these are refused connections, which end as they are
-   * sent, so they show when the agents sent.
+   * (code "error"): during the outage, refused connections, which end as they are sent, so
+   * they show when the agents sent; while the starting server holds connections, those the
+   * agent gave up at its TLS handshake deadline (HANDSHAKE_DEADLINE), a second or two after.
    */
   agentAttempts: Interval[];
   agentAnswered: Interval[];
@@ -33,8 +34,14 @@ export interface Storm {
   agentAnsweredByCode: Record<string, number>;
   /** From the restarted API server's counters, from its first sample on. */
   serverKubelets: Interval[];
-  /** What the restarted API server had dispatched by its first sample (it counts from its start). */
-  serverFirstSample: { at: number; kubelets: number; agents: number } | undefined;
+  /**
+   * What the restarted API server had dispatched by its first sample (it counts from its
+   * start), and the TLS handshakes that had failed by then: connections given up by their
+   * clients while it held them, each still handshaked once it served.
+   */
+  serverFirstSample: { at: number; kubelets: number; agents: number; tlsHandshakeErrors: number } | undefined;
+  /** Failed TLS handshakes on the restarted server by the end of the storm (any client). */
+  serverTlsHandshakeErrors: number | undefined;
   serverAgents: Interval[];
   /** Peaks, per agent (or, for the kubelets, per node) per second. */
   peakPerAgent: { attempts: number; answered: number; refused: number; serverCounted: number; kubeletsServerCountedPerNode: number };
@@ -83,7 +90,7 @@ export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): 
     await new Promise((r) => setTimeout(r, TICK_MS));
     agentTicks.push({ t: since(), codes: await byCode(agents) });
   })();
-  const serverTicks: { t: number; kubelets: number; agents: number }[] = [];
+  const serverTicks: { t: number; kubelets: number; agents: number; tls: number }[] = [];
   const serverLoop = (async () => {
     // The restarted server counts from zero, from a start the bench cannot see: its first
     // sample is the baseline (what came before it is reported on its own), not an interval.
@@ -92,7 +99,7 @@ export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): 
       await new Promise((r) => setTimeout(r, Math.max(0, s0 + i * TICK_MS - performance.now())));
       const api = await apiServer(cp).catch(() => undefined);
       if (!api) continue;
-      serverTicks.push({ t: since(), kubelets: kubeletRequests(api), agents: agentRequests(api) });
+      serverTicks.push({ t: since(), kubelets: kubeletRequests(api), agents: agentRequests(api), tls: api.tlsHandshakeErrors });
       if (api.podAndNodeWatches >= beforeApi.podAndNodeWatches) allBackAt = since();
     }
   })();
@@ -117,7 +124,8 @@ export async function reconnectStorm(cp: ControlPlane, agents: AgentProcess[]): 
     everyWatchBackAfterSeconds: allBackAt === undefined ? undefined : round(allBackAt),
     agentAttempts: attempts, agentAnswered: answered, agentRefused: refused, agentAnsweredByCode: answeredByCode,
     serverKubelets, serverAgents,
-    serverFirstSample: serverTicks[0] ? { at: round(serverTicks[0].t), kubelets: serverTicks[0].kubelets, agents: serverTicks[0].agents } : undefined,
+    serverFirstSample: serverTicks[0] ? { at: round(serverTicks[0].t), kubelets: serverTicks[0].kubelets, agents: serverTicks[0].agents, tlsHandshakeErrors: serverTicks[0].tls } : undefined,
+    serverTlsHandshakeErrors: after.tlsHandshakeErrors,
     peakPerAgent: {
       attempts: round(peak(attempts) / agents.length), answered: round(peak(answered) / agents.length), refused: round(peak(refused) / agents.length),
       serverCounted: round(peak(serverAgents) / agents.length), kubeletsServerCountedPerNode: round(peak(serverKubelets) / agents.length),
@@ -136,8 +144,9 @@ function round(x: number): number {
 export function describeStorm(s: Storm): string {
   return `reconnect storm: API server back in ${s.apiserverRestartSeconds?.toFixed(1)} s; all ${s.podAndNodeWatchesBefore} pod and Node watches back after ` +
     `${s.everyWatchBackAfterSeconds?.toFixed(1) ?? `NOT within ${LIMIT_S}`} s; peak per agent per second: ended (answered or refused) ${s.peakPerAgent.attempts}, ` +
-    `answered ${s.peakPerAgent.answered} (held requests count when answered), refused while down ${s.peakPerAgent.refused}, ` +
+    `answered ${s.peakPerAgent.answered} (held requests count when answered), unanswered (refused, or given up at the handshake deadline) ${s.peakPerAgent.refused}, ` +
     `counted by the API server from its first sample ${s.peakPerAgent.serverCounted} (kubelets, per node: ${s.peakPerAgent.kubeletsServerCountedPerNode}); ` +
     `agent requests ${s.agentRequestsTotal} in all (${s.agents} agents; answered by code ${JSON.stringify(s.agentAnsweredByCode)}), relists ${s.agentRelists}; ` +
+    `failed TLS handshakes on the restarted server ${s.serverFirstSample?.tlsHandshakeErrors ?? '?'} by its first sample, ${s.serverTlsHandshakeErrors ?? '?'} in all; ` +
     `kubelets' requests since the restart ${s.kubeletRequestsInWindow}`;
 }
