@@ -49,17 +49,18 @@ export const WATCH_BACKOFF = { initialMs: 800, maxMs: 30_000, resetAfterMs: 60_0
 export const RECOVERY_SPACING_MS = 4_000;
 
 /**
- * A new connection to the API server must finish its TLS handshake within `initialMs`;
- * after one that did not, the next gets twice as long, up to `maxMs` (client-go's TLS
- * handshake timeout), and one that finishes starts the count over.
+ * A new connection to the API server must finish its TLS handshake within `initialMs` of its
+ * TCP connect; after one that did not, the next gets twice as long, up to `maxMs`
+ * (client-go's TLS handshake timeout), and one that finishes sets the deadline to twice the
+ * time it took, within those bounds: a server that handshakes slowly stays reachable, one
+ * that handshakes at once gets the short deadline back.
  *
  * Why so short at first: a restarting kube-apiserver binds its port seconds before it
  * serves it, and the kernel accepts connections for it meanwhile. Without this bound a
  * watch sent to it waited for the stall watchdog (90 s) or for the server; behind a load
  * balancer that had sent it to a server still starting, the node's files stayed stale
  * that long while other servers served. Given up, the request goes again at the agent's
- * next paced slot, perhaps to a server that serves. The doubling keeps a server that is
- * merely slow to handshake reachable.
+ * next paced slot, perhaps to a server that serves.
  *
  * What it does not do: lighten a restarted server's first second. The connections given
  * up stay in its accept queue and each costs it a failed handshake when it starts serving

@@ -148,23 +148,43 @@ export class KubeApiClient implements ApiClient {
   }
 
   /**
-   * A new connection must finish its TLS handshake within the current deadline, else the
-   * request fails (ETIMEDOUT) and the caller retries as after any failure. A server that
-   * accepted the connection without serving it (a kube-apiserver still starting binds its
-   * port early) is not waited for until the stall watchdog; see HANDSHAKE_DEADLINE.
+   * A new connection must finish its TLS handshake within the current deadline of its TCP
+   * connect, else its request fails (ETIMEDOUT) and the caller retries as after any failure:
+   * a server that accepted the connection without serving it (a kube-apiserver still
+   * starting binds its port early) is not waited for until the stall watchdog. The deadline
+   * doubles after each one that did not finish; one that finishes sets it to twice the time
+   * it took, within the bounds. See HANDSHAKE_DEADLINE.
    */
   #boundHandshake(req: ClientRequest, socket: Socket): void {
-    if (req.reusedSocket) return; // a keep-alive socket finished its handshake long ago
-    const ms = this.#handshakeMs;
-    const timer = setTimeout(() => {
-      this.#handshakeMs = Math.min(this.#handshake.maxMs, Math.max(this.#handshakeMs, 2 * ms));
-      req.destroy(Object.assign(new Error(`${this.#server.host} did not finish a TLS handshake within ${ms} ms`), { code: 'ETIMEDOUT' }));
-    }, ms);
-    (socket as TLSSocket).once('secureConnect', () => {
-      clearTimeout(timer);
-      this.#handshakeMs = this.#handshake.initialMs;
+    // Only a socket still connecting is new. A kept-alive socket serves many requests, and
+    // Node marks as reusedSocket only those that found it idle, not those queued for it.
+    if (!socket.connecting) return;
+    socket.once('connect', () => {
+      const ms = this.#handshakeMs;
+      const connected = performance.now();
+      let settled = false;
+      const timer = setTimeout(() => {
+        // After this turn's I/O: when the event loop was busy past the deadline, a server
+        // answer already waiting finishes the handshake first.
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          this.#handshakeMs = Math.min(this.#handshake.maxMs, Math.max(this.#handshakeMs, 2 * ms));
+          req.destroy(Object.assign(new Error(`${this.#server.host} did not finish a TLS handshake within ${ms} ms of connecting`), { code: 'ETIMEDOUT' }));
+        });
+      }, ms);
+      const settle = () => {
+        settled = true;
+        clearTimeout(timer);
+      };
+      (socket as TLSSocket).once('secureConnect', () => {
+        if (settled) return;
+        settle();
+        const took = performance.now() - connected;
+        this.#handshakeMs = Math.min(this.#handshake.maxMs, Math.max(this.#handshake.initialMs, Math.ceil(2 * took)));
+      });
+      socket.once('close', settle);
     });
-    socket.once('close', () => clearTimeout(timer));
   }
 
   /**

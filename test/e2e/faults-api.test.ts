@@ -110,9 +110,11 @@ describe('API faults', () => {
 
   it('gives up on connections a starting API server accepts but does not serve at its handshake deadline, and catches up once it serves', async () => {
     await withReader(async () => {
-      const handshakeFailures = () => e.agent.lines.filter((l) => l.msg === 'watch failed; retrying'
-        && JSON.stringify(l).includes('did not finish a TLS handshake')).length;
-      const before = { failures: handshakeFailures(), abandoned: e.proxy!.abandoned };
+      const from = e.agent.lines.length;
+      /** The watches (pods, Node) that gave up a connection at the handshake deadline since `from`. */
+      const gaveUp = () => new Set(e.agent.lines.slice(from).filter((l) => l.msg === 'watch failed; retrying'
+        && JSON.stringify(l).includes('did not finish a TLS handshake')).map((l) => l.resource)).size;
+      const before = { abandoned: e.proxy!.abandoned };
       await connected();
       // What a kube-apiserver does between binding its port and serving it: connections are
       // accepted and nothing is answered. Then every watch breaks, as when the server went away.
@@ -122,7 +124,7 @@ describe('API faults', () => {
       // Each watch's retry meets a held connection and gives it up at the handshake deadline
       // (1 s, then 2 s), not when the stall watchdog (5 s here) would: behind a load balancer
       // the retry may reach a server that serves.
-      await waitFor(() => handshakeFailures() >= before.failures + 2 && e.proxy!.abandoned >= before.abandoned + 2,
+      await waitFor(() => gaveUp() === 2 && e.proxy!.abandoned >= before.abandoned + 2,
         { timeoutMs: 60_000, describe: 'both watches give up a held connection at the handshake deadline', logsDir: e.cp!.logsDir });
       e.proxy!.release();
       await converge(generation, 'once the server serves');

@@ -7,6 +7,7 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generatePki } from '../../../localcluster/controlplane/certs.ts';
 import { KubeApiClient, type ClientOptions } from '../../../agent/kube/client.ts';
@@ -84,33 +85,59 @@ describe('KubeApiClient', () => {
   });
 
   describe('a connection the server accepted but does not serve (a kube-apiserver still starting)', () => {
+    const late = (proxy: FaultProxy, ms: number) => `ETIMEDOUT: ${proxy.address} did not finish a TLS handshake within ${ms} ms of connecting`;
+    /** The deadline a timed-out request was given, from its message. */
+    const deadlineOf = (o: string) => Number(/within (\d+) ms of connecting$/.exec(o)?.[1] ?? NaN);
+    /** Drops the kept-alive connection, so that the next request needs a new one (held, if the proxy holds). */
+    async function nextOnNewConnection(proxy: FaultProxy, list: () => Promise<string>): Promise<string> {
+      proxy.cut();
+      // A request sent before the client saw that close fails on the dead socket, as with any server.
+      let next = await list();
+      for (let i = 0; i < 3 && next === 'ECONNRESET: socket hang up'; i++) next = await list();
+      return next;
+    }
+
     it.each([
       ['a watch', (c: KubeApiClient) => c.stream('/api/v1/pods?watch=true', new AbortController().signal)],
       ['a plain request', (c: KubeApiClient) => c.json('GET', '/api/v1/pods')],
     ])('gives up on %s once its TLS handshake has not finished within the deadline, and closes the connection', async (_what, call) => {
       const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 200, maxMs: 1_000 } });
       proxy.hold();
-      expect(await outcome(call(client))).toBe(`ETIMEDOUT: ${proxy.address} did not finish a TLS handshake within 200 ms`);
+      expect(await outcome(call(client))).toBe(late(proxy, 200));
       // Closed by the client, not left for the server to find when it starts serving.
       await waitFor(() => proxy.abandoned === 1 && proxy.held === 0, { timeoutMs: 5_000, describe: 'the held connection closed by the client' });
     });
 
-    it('doubles the deadline after each handshake that did not finish, up to its cap, and starts over after one that did', async () => {
+    it('doubles the deadline after each handshake that did not finish, up to its cap, and lowers it again after one that finished at once', async () => {
       // The cap leaves a real handshake on a loaded machine room to finish after the release.
       const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 100, maxMs: 800 } });
       const list = () => outcome(client.json('GET', '/api/v1/pods'));
-      const late = (ms: number) => `ETIMEDOUT: ${proxy.address} did not finish a TLS handshake within ${ms} ms`;
       proxy.hold();
       const held = [await list(), await list(), await list(), await list(), await list()];
-      expect(held).toEqual([late(100), late(200), late(400), late(800), late(800)]);
+      expect(held).toEqual([late(proxy, 100), late(proxy, 200), late(proxy, 400), late(proxy, 800), late(proxy, 800)]);
       proxy.release();
       expect(await list()).toBe('answered');
       proxy.hold();
-      proxy.cut(); // the kept-alive connection goes: the next request needs a new one
-      // A request sent before the client saw that close fails on the dead socket, as with any server.
-      let next = await list();
-      for (let i = 0; i < 3 && next === 'ECONNRESET: socket hang up'; i++) next = await list();
-      expect(next).toBe(late(100));
+      // Twice what that handshake took, at least the initial deadline: below the cap for any
+      // loopback handshake under 400 ms.
+      const next = deadlineOf(await nextOnNewConnection(proxy, list));
+      expect(next).toBeGreaterThanOrEqual(100);
+      expect(next).toBeLessThan(800);
+    });
+
+    it('gives the next connection twice the time a handshake that finished slowly took', async () => {
+      const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 1_000, maxMs: 5_000 } });
+      const list = () => outcome(client.json('GET', '/api/v1/pods'));
+      proxy.hold();
+      const pending = list();
+      await waitFor(() => proxy.held === 1, { timeoutMs: 5_000, describe: 'the connection held' });
+      await new Promise((r) => setTimeout(r, 600));
+      proxy.release(); // its handshake finishes 600 ms or more after it connected
+      expect(await pending).toBe('answered');
+      proxy.hold();
+      const next = deadlineOf(await nextOnNewConnection(proxy, list));
+      expect(next).toBeGreaterThanOrEqual(1_200);
+      expect(next).toBeLessThanOrEqual(5_000);
     });
 
     it('serves the request the server answers once it starts serving within the deadline', async () => {
@@ -126,6 +153,48 @@ describe('KubeApiClient', () => {
       const client = await serve((req, res) => setTimeout(() => answer(req, res), 1_200), { handshake: { initialMs: 500, maxMs: 500 } });
       expect(await outcome(client.json('GET', '/api/v1/pods'))).toBe('answered');
       expect(await outcome(client.json('GET', '/api/v1/pods'))).toBe('answered');
+    });
+
+    it('bounds each connection once: requests queued for a kept-alive socket are never timed by it', async () => {
+      // One more than the plain requests' sockets: the last waits for a socket already in use.
+      const client = await serve((req, res) => setTimeout(() => answer(req, res), 1_500), { handshake: { initialMs: 1_000, maxMs: 1_000 } });
+      const all = await Promise.all(Array.from({ length: 9 }, () => outcome(client.json('GET', '/api/v1/pods'))));
+      expect(all).toEqual(Array(9).fill('answered'));
+    });
+
+    it('does not fail a handshake whose answer arrived while the event loop was busy past the deadline', async () => {
+      // The server, behind a proxy that forwards each connection 100 ms after it came, runs
+      // in a worker thread: it answers while this thread is busy.
+      const worker = new Worker(`
+        const { workerData, parentPort } = require('node:worker_threads');
+        const https = require('node:https');
+        const net = require('node:net');
+        const server = https.createServer({ cert: workerData.cert, key: workerData.key }, (q, r) => r.end('{"items":[]}'));
+        server.listen(0, '127.0.0.1', () => {
+          const proxy = net.createServer((c) => {
+            c.pause();
+            setTimeout(() => { const u = net.connect(server.address().port, '127.0.0.1'); c.pipe(u); u.pipe(c); c.resume(); }, 100);
+          });
+          proxy.listen(0, '127.0.0.1', () => parentPort.postMessage(proxy.address().port));
+        });`, { eval: true, workerData: { cert: readFileSync(pki.serving.cert, 'utf8'), key: readFileSync(pki.serving.key, 'utf8') } });
+      cleanup.push(() => void worker.terminate());
+      const port = await new Promise<number>((r) => worker.once('message', r));
+      const ca = readFileSync(pki.caCert);
+      const client = new KubeApiClient({
+        getCurrentCluster: () => ({ server: `https://127.0.0.1:${port}` }),
+        async applyToHTTPSOptions(o) { o.ca = ca; },
+      }, () => {}, { handshake: { initialMs: 200, maxMs: 200 } });
+      cleanup.push(() => client.close());
+      const pending = outcome(client.json('GET', '/api/v1/pods'));
+      await new Promise((r) => setTimeout(r, 30)); // connected, the deadline armed, the hello sent
+      // Busy from the check phase until well past the deadline: the next turn of the loop
+      // runs the deadline's timer before it reads the server's answer, waiting since ~100 ms.
+      await new Promise<void>((r) => setImmediate(() => {
+        const until = performance.now() + 700;
+        while (performance.now() < until) { /* the event loop is busy */ }
+        r();
+      }));
+      expect(await pending).toBe('answered');
     });
   });
 });
