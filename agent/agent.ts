@@ -38,7 +38,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   const metrics = new AgentMetrics();
   const client = new KubeApiClient(loadKubeConfig(cfg.kubeconfig), (verb, _path, code) => {
     metrics.apiRequests.inc({ verb, code: String(code) });
-  });
+  }, { handshakeTimedOut: () => metrics.apiHandshakeTimeouts.inc() });
   const events = new ApiEventSink({ client, node: cfg.nodeName, log });
   // CSI mode only: its module loads gRPC, which an emptyDir-only agent should not pay for.
   const csiMod = cfg.csiSocket ? await import('./csi/index.ts') : undefined;

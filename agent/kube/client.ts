@@ -62,6 +62,8 @@ export interface ClientOptions {
   deadlineMs?: number;
   /** A new connection's TLS handshake: HANDSHAKE_DEADLINE unless a test shortens it. */
   handshake?: { initialMs: number; maxMs: number };
+  /** Told of each new connection given up at its handshake deadline (`ms`), for a metric. */
+  handshakeTimedOut?: (ms: number) => void;
 }
 
 export class KubeApiClient implements ApiClient {
@@ -70,12 +72,13 @@ export class KubeApiClient implements ApiClient {
   readonly #observe: RequestObserver;
   readonly #deadlineMs: number;
   readonly #handshake: { initialMs: number; maxMs: number };
+  readonly #handshakeTimedOut: (ms: number) => void;
   /** What the next new connection gets to finish its TLS handshake (HANDSHAKE_DEADLINE). */
   #handshakeMs: number;
   /** Keep-alive agents, for plain requests and for watches, and the TLS material they were made with. */
   readonly #agents = new Map<'plain' | 'stream', { agent: https.Agent; tls: string }>();
 
-  constructor(kc: Credentials, observe: RequestObserver = () => {}, { deadlineMs = REQUEST_DEADLINE_MS, handshake = HANDSHAKE_DEADLINE }: ClientOptions = {}) {
+  constructor(kc: Credentials, observe: RequestObserver = () => {}, { deadlineMs = REQUEST_DEADLINE_MS, handshake = HANDSHAKE_DEADLINE, handshakeTimedOut = () => {} }: ClientOptions = {}) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     this.#kc = kc;
@@ -84,6 +87,7 @@ export class KubeApiClient implements ApiClient {
     this.#deadlineMs = deadlineMs;
     this.#handshake = handshake;
     this.#handshakeMs = handshake.initialMs;
+    this.#handshakeTimedOut = handshakeTimedOut;
   }
 
   async json<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, contentType = 'application/json', accept?: string): Promise<T> {
@@ -170,6 +174,7 @@ export class KubeApiClient implements ApiClient {
           if (settled) return;
           settled = true;
           this.#handshakeMs = Math.min(this.#handshake.maxMs, Math.max(this.#handshakeMs, 2 * ms));
+          this.#handshakeTimedOut(ms);
           req.destroy(Object.assign(new Error(`${this.#server.host} did not finish a TLS handshake within ${ms} ms of connecting`), { code: 'ETIMEDOUT' }));
         });
       }, ms);

@@ -34,6 +34,12 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly apiHandshakeTimeouts = new Counter({
+    name: 'ownerrefs_api_handshake_timeouts_total',
+    help: 'New connections to the API server given up because their TLS handshake did not finish in time: accepted but not served (a server still starting, one too loaded to handshake, a load balancer without a serving backend).',
+    registers: [this.registry],
+  });
+
   readonly ownerReads = new Counter({
     name: 'ownerrefs_owner_reads_total',
     help: 'Metadata-only reads of pods\' owners (nodes that follow owners), by kind, outcome (ok or the status code) and why (new: first sight on this node; refresh).',

@@ -126,6 +126,8 @@ describe('API faults', () => {
       // the retry may reach a server that serves.
       await waitFor(() => gaveUp() === 2 && e.proxy!.abandoned >= before.abandoned + 2,
         { timeoutMs: 60_000, describe: 'both watches give up a held connection at the handshake deadline', logsDir: e.cp!.logsDir });
+      // Counted for an alert, once per connection given up.
+      expect(await e.agent.metric('ownerrefs_api_handshake_timeouts_total')).toBeGreaterThanOrEqual(2);
       e.proxy!.release();
       await converge(generation, 'once the server serves');
     });

@@ -101,10 +101,12 @@ describe('KubeApiClient', () => {
     it.each([
       ['a watch', (c: KubeApiClient) => c.stream('/api/v1/pods?watch=true', new AbortController().signal)],
       ['a plain request', (c: KubeApiClient) => c.json('GET', '/api/v1/pods')],
-    ])('gives up on %s once its TLS handshake has not finished within the deadline, and closes the connection', async (_what, call) => {
-      const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 200, maxMs: 1_000 } });
+    ])('gives up on %s once its TLS handshake has not finished within the deadline, says so, and closes the connection', async (_what, call) => {
+      const told: number[] = [];
+      const { client, proxy } = await serveBehindProxy(answer, { handshake: { initialMs: 200, maxMs: 1_000 }, handshakeTimedOut: (ms) => told.push(ms) });
       proxy.hold();
       expect(await outcome(call(client))).toBe(late(proxy, 200));
+      expect(told).toEqual([200]);
       // Closed by the client, not left for the server to find when it starts serving.
       await waitFor(() => proxy.abandoned === 1 && proxy.held === 0, { timeoutMs: 5_000, describe: 'the held connection closed by the client' });
     });
