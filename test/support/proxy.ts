@@ -64,6 +64,16 @@ export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.
     client.on('close', end).on('error', end);
     upstream.on('close', end).on('error', end);
   }
+  /** Closes every forwarded connection; how many there were. */
+  function cutAll(): number {
+    const n = open.size;
+    for (const { client, upstream } of open) {
+      client.destroy();
+      upstream.destroy();
+    }
+    open.clear();
+    return n;
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
   return {
@@ -85,15 +95,7 @@ export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.
       open.clear(); // forgotten, never closed by us: only the agent can give up on them
       return n;
     },
-    cut() {
-      const n = open.size;
-      for (const { client, upstream } of open) {
-        client.destroy();
-        upstream.destroy();
-      }
-      open.clear();
-      return n;
-    },
+    cut: cutAll,
     hold() {
       holding = true;
     },
@@ -117,10 +119,7 @@ export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.
       server.close();
       for (const client of held.keys()) client.destroy();
       held.clear();
-      for (const { client, upstream } of open) {
-        client.destroy();
-        upstream.destroy();
-      }
+      cutAll();
     },
   };
 }
