@@ -20,9 +20,10 @@ export interface FaultProxy {
   /**
    * From now on accept connections without serving them, as a kube-apiserver that is
    * starting does (its port is bound before it serves): what the client sends is kept,
-   * nothing is answered.
+   * nothing is answered. With `count`, only the next `count` new connections are held and
+   * later ones are served: a load balancer that sent those to a backend still starting.
    */
-  hold(): void;
+  hold(count?: number): void;
   /** Serve again, and forward the held connections the clients have not given up on. */
   release(): number;
   /** Held connections now. */
@@ -35,12 +36,14 @@ export interface FaultProxy {
 export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.0.0.1'): Promise<FaultProxy> {
   const open = new Set<{ client: net.Socket; upstream: net.Socket }>();
   const held = new Map<net.Socket, Buffer[]>();
-  let holding = false;
+  /** New connections still to be held (Infinity: until release()). */
+  let holding = 0;
   let abandoned = 0;
   let connections = 0;
   const server = net.createServer((client) => {
     connections++;
-    if (!holding) return forward(client);
+    if (holding === 0) return forward(client);
+    holding--;
     const sent: Buffer[] = [];
     held.set(client, sent);
     client.on('data', (d: Buffer) => sent.push(d));
@@ -96,11 +99,11 @@ export async function startFaultProxy(upstreamPort: number, upstreamHost = '127.
       return n;
     },
     cut: cutAll,
-    hold() {
-      holding = true;
+    hold(count = Infinity) {
+      holding = count;
     },
     release() {
-      holding = false;
+      holding = 0;
       const waiting = [...held];
       held.clear();
       for (const [client, sent] of waiting) {
