@@ -112,8 +112,7 @@ describe('API faults', () => {
   // deadline long, and the held connections here must be given up within the stall bound.
   it('behind a load balancer, gives up the connections sent to a server still starting and is served by its retry', async () => {
     await withReader(async () => {
-      const stalls = () => e.agent.metric('ownerrefs_watch_starts_total', 'reason="stall"');
-      const before = { abandoned: e.proxy!.abandoned, timeouts: await e.agent.metric('ownerrefs_api_handshake_timeouts_total'), stalls: await stalls() };
+      const before = { abandoned: e.proxy!.abandoned, timeouts: await e.agent.metric('ownerrefs_api_handshake_timeouts_total') };
       await connected();
       // Every watch breaks (one server went away) and the next two connections, the watches'
       // retries, land on a server that accepts and does not serve; later ones on one that
@@ -125,10 +124,10 @@ describe('API faults', () => {
       await waitFor(() => e.proxy!.abandoned >= before.abandoned + 2,
         { describe: 'the agent closed both held connections', logsDir: e.cp!.logsDir });
       expect(e.proxy!.held).toBe(0);
+      // Only the two held connections can fail a handshake, so two timeouts say both were given
+      // up at the deadline, not ended by the stall watchdog (5 s here, standing in for the 90 s
+      // of production), which would end them too: with the deadline at 600 s this fails.
       expect(await e.agent.metric('ownerrefs_api_handshake_timeouts_total')).toBeGreaterThanOrEqual(before.timeouts + 2);
-      // Given up at the deadline, not replaced by the stall watchdog (5 s here, standing in
-      // for the 90 s of production), which would also have ended the held watches.
-      expect(await stalls()).toBe(before.stalls);
     });
   });
 
