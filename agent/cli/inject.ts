@@ -18,13 +18,15 @@ export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
 Prints what the ownerrefs.dev admission webhook would make of a manifest: KEP-4753's
 fieldRef metadata.ownerReferences in downwardAPI volumes and env, rewritten so that
-today's API servers accept it. Reads YAML (several documents) or JSON, from FILE or
-standard input, and prints the same format. Objects the webhook would deny are reported on
+today's API servers accept it. Reads YAML (several documents) or JSON, at most 8 MiB, from
+FILE or standard input, and prints the same format. Objects the webhook would deny are reported on
 standard error and the exit code is 3. Pod templates' env is resolved later, at each pod's
 admission, so the webhook must still be installed for them.
 `;
 
 export const EXIT_DENIED = 3;
+/** Several objects, each at most what the API server takes in one request (3 MiB). */
+export const MAX_INJECT_INPUT = 8 * 1024 * 1024;
 
 type Obj = Record<string, unknown>;
 
@@ -41,7 +43,7 @@ export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdou
   if (stray !== undefined) throw new ConfigError(`inject takes its input with -f FILE (or standard input), not ${JSON.stringify(stray)}`);
   if (inputs.length > 1) throw new ConfigError(`inject reads one input; ${inputs.length} were given`);
   const source = inputs[0];
-  const text = decodeUtf8(await readInput(source, stdin));
+  const text = decodeUtf8(await readInput(source, stdin, MAX_INJECT_INPUT));
   if (text.trim() === '') throw new InputError('the input is empty; give a manifest (YAML or JSON)');
   const json = /^\s*[[{]/.test(text);
   let list: unknown[];

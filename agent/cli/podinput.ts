@@ -4,7 +4,7 @@
 // where a lenient reader would drop it (`controller: "true"`) or make up an owner of
 // empty strings. The YAML is read as kubectl reads it (kubectlyaml.ts).
 
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { parseQuantity } from '../../projections/quantity.ts';
 import { readYamlDocuments, YamlDocumentError } from './kubectlyaml.ts';
 import type { PodView } from '../policy/podtable.ts';
@@ -121,18 +121,43 @@ export function parsePod(bytes: Uint8Array): PodView {
   return doc as PodView;
 }
 
-/** The bytes of `source`, or of standard input for "-" or none; a file that cannot be read is an InputError naming it. */
-export async function readInput(source: string | undefined, stdin: NodeJS.ReadableStream): Promise<Buffer> {
+/**
+ * The bytes of `source`, or of standard input for "-" or none, at most `maxBytes` of them:
+ * a larger input is an InputError (parsing costs tens of times its size in memory). A file
+ * that cannot be read is an InputError naming it.
+ */
+export async function readInput(source: string | undefined, stdin: NodeJS.ReadableStream, maxBytes: number): Promise<Buffer> {
+  const tooLarge = () => new InputError(`the input is larger than ${maxBytes / (1024 * 1024)} MiB, more than a manifest of this command can be; split it`);
   if (source === undefined || source === '-') {
     const chunks: Buffer[] = [];
-    for await (const c of stdin) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
+    let size = 0;
+    for await (const c of stdin) {
+      const b = typeof c === 'string' ? Buffer.from(c) : c;
+      size += b.length;
+      if (size > maxBytes) throw tooLarge();
+      chunks.push(b);
+    }
     return Buffer.concat(chunks);
   }
+  let handle;
   try {
-    return await readFile(source);
+    handle = await open(source, 'r');
+    // Read one byte past the bound, never the whole of a larger file (a FIFO has no size to stat).
+    const buf = Buffer.alloc(maxBytes + 1);
+    let size = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, size, buf.length - size);
+      if (bytesRead === 0) break;
+      size += bytesRead;
+      if (size > maxBytes) throw tooLarge();
+    }
+    return buf.subarray(0, size);
   } catch (err) {
+    if (err instanceof InputError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
     throw new InputError(`cannot read ${JSON.stringify(source)}: ${why}`, { cause: err });
+  } finally {
+    await handle?.close();
   }
 }

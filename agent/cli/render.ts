@@ -1,16 +1,17 @@
 // `ownerrefs-agent render`: the agent's exact dry run for one Pod manifest. It runs the
 // agent's own admission (policy/admission.ts: opt-in, the annotation's volumes, the size
-// limit) and either prints the files the agent would write, or the refusals it would
-// report as Warning Events, and writes nothing.
+// limit) with the agent's default settings, prints the files the agent would write when it
+// would write any, and the Warning Events it would post, in the Events' own words.
 //
-// Exit codes: 0 the files; 1 bad input (not a Pod manifest); 2 bad usage; 3 the agent
-// would refuse this pod (each refusal on stderr as "Reason: message").
+// Exit codes: 0 the files, no Event; 1 bad input (not a Pod manifest); 2 bad usage; 3 the
+// agent would post an Event for this pod (each on stderr), whether or not it writes files.
 
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { MAX_BYTES } from '../common/defaults.ts';
-import { ConfigError } from '../common/errors.ts';
+import { ConfigError, eventText, ProjectionError } from '../common/errors.ts';
+import { DEFAULT_SETTINGS } from '../kube/nodeconfig.ts';
 import { describe, isDns1123Label, oneLine } from '../common/validation.ts';
 import { DRIVER_NAME } from '../csi/driver.ts';
 import { admit } from '../policy/admission.ts';
@@ -19,25 +20,33 @@ import { FsVolumeWriter } from '../volume/writer.ts';
 import { parseQuantity } from '../../projections/quantity.ts';
 import { InputError, parsePod, readInput } from './podinput.ts';
 
-export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--volume NAME] [--allocatable cpu=Q,memory=Q] [--no-env-file] [--no-dependents-file] [--max-bytes N] [FILE|-]
+export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--volume NAME] [--node-name NAME] [--allocatable cpu=Q,memory=Q] [--no-env-file] [--no-dependents-file] [--no-node-file] [--max-bytes N] [FILE|-]
 
-The agent's dry run for one Pod manifest (YAML or JSON; "-" or no FILE reads standard
-input). Prints a JSON object mapping each file name to the content the agent would write,
-or, with --out DIR, writes the files into DIR (which must exist) through the agent's own
-atomic, symlink-safe writer. A pod the agent would refuse (no opt-in, an invalid
-annotation, a volume that is not an emptyDir, files over --max-bytes) gets the agent's
-reasons on standard error, nothing is written, and the exit code is 3.
+The agent's dry run for one Pod manifest (YAML or JSON, at most 3 MiB; "-" or no FILE
+reads standard input), with the agent's default settings unless flags say otherwise.
+Prints a JSON object mapping each file name to the content the agent would write, or,
+with --out DIR, writes the files into DIR (which must exist) through the agent's own
+atomic, symlink-safe writer. Each problem the agent would report as a Warning Event (an
+invalid annotation, a volume that is not declared or not an emptyDir, files over
+--max-bytes) is printed on standard error as the Event says it, and the exit code is 3.
+The files are printed (or written) exactly when the agent would write them somewhere:
+an annotation that names valid and invalid volumes gets its files in the valid ones.
+
+nodeOwnerReferences names the node the pod is bound to (spec.nodeName), else --node-name
+(default "node"), with a placeholder UID: its size counts toward --max-bytes, as on a node.
 
 --volume NAME renders that volume: for an ownerrefs.dev CSI volume carrying downwardAPI
-items (what the webhook makes of KEP-4753 syntax), its items, nested paths and modes
-included; --allocatable gives the node's allocatable, which such items read for limits a
-container does not set (default: none, so they read 0).
+items, its items, nested paths and modes included; --allocatable gives the node's
+allocatable, which such items read for limits a container does not set (default: none,
+so they read 0).
 `;
 
 /** Exit code for a pod the agent would refuse. */
 export const EXIT_REFUSED = 3;
-/** Stands in for metadata.uid, which a manifest does not carry (the API server assigns it). */
+/** Stands in for metadata.uid, which a manifest does not carry (the API server assigns it), and for the Node's. */
 const PLACEHOLDER_UID = '00000000-0000-4000-8000-000000000000';
+/** A Pod the API server would take: its own limit on a request body. */
+export const MAX_RENDER_INPUT = 3 * 1024 * 1024;
 
 export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -46,6 +55,8 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
       out: { type: 'string' },
       'no-env-file': { type: 'boolean' },
       'no-dependents-file': { type: 'boolean' },
+      'no-node-file': { type: 'boolean' },
+      'node-name': { type: 'string' },
       'max-bytes': { type: 'string' },
       volume: { type: 'string' },
       allocatable: { type: 'string' },
@@ -58,18 +69,31 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
   if (!Number.isInteger(maxBytes) || maxBytes < 1024) throw new ConfigError(`--max-bytes must be a whole number >= 1024, got ${JSON.stringify(values['max-bytes'])}`);
   const allocatable = parseAllocatable(values.allocatable); // usage errors before reading any input
   const source = positionals[0];
-  const bytes = await readInput(source, stdin);
+  const bytes = await readInput(source, stdin, MAX_RENDER_INPUT);
   const pod = parsePod(bytes);
+  const nodeName = (pod.spec as { nodeName?: unknown } | undefined)?.nodeName;
+  // The agent's own defaults (a node without labels), changed only by the flags.
+  const settings = {
+    ...DEFAULT_SETTINGS,
+    ...(values['no-env-file'] ? { envFile: false } : {}),
+    ...(values['no-dependents-file'] ? { dependentsFile: false } : {}),
+    ...(values['no-node-file'] ? { nodeFile: false } : {}),
+  };
   const a = admit(pod.metadata?.uid ? pod : { ...pod, metadata: { ...pod.metadata, uid: PLACEHOLDER_UID } }, {
-    kubeletRoot: '/var/lib/kubelet', maxBytes, csiDriver: DRIVER_NAME,
-    settings: { paused: false, envFile: !values['no-env-file'], dependentsFile: !values['no-dependents-file'], nodeFile: false, followOwners: false },
-    allocatable,
+    kubeletRoot: '/var/lib/kubelet', maxBytes, csiDriver: DRIVER_NAME, settings, allocatable,
+    context: { node: { name: typeof nodeName === 'string' && nodeName !== '' ? nodeName : values['node-name'] ?? 'node', uid: PLACEHOLDER_UID } },
   });
-  const refusals = a.optedIn ? a.errors : [{ reason: 'NotOptedIn', message: `the pod has neither the ${ANNOTATION_VOLUME} annotation nor a csi volume of driver ${DRIVER_NAME}; the agent writes nothing for it` }];
-  if (refusals.length > 0) {
-    for (const e of refusals) stderr.write(`${e.reason}: ${oneLine(e.message)}\n`);
+  if (!a.optedIn) {
+    stderr.write(`NotOptedIn: the pod has neither the ${ANNOTATION_VOLUME} annotation nor a csi volume of driver ${DRIVER_NAME}; the agent writes nothing for it\n`);
     return EXIT_REFUSED;
   }
+  // Exactly the agent's Events, in its words.
+  for (const e of a.errors) stderr.write(`${oneLine(eventText(e))}\n`);
+  const code = a.errors.length > 0 ? EXIT_REFUSED : 0;
+  // The agent writes the files into each served volume (an annotated emptyDir, a CSI volume
+  // the kubelet publishes), unless they are refused as a whole.
+  const csiServed = (pod.spec?.volumes ?? []).some((v) => v.csi?.driver === DRIVER_NAME && !(a.volumeFiles.get(v.name) instanceof ProjectionError));
+  if (a.tooLarge || (a.volumes.length === 0 && !csiServed)) return code;
   let files = a.files;
   if (values.volume !== undefined) {
     const own = a.volumeFiles.get(values.volume);
@@ -88,10 +112,10 @@ export async function render(argv: string[], stdin: NodeJS.ReadableStream, stdou
     if (!st?.isDirectory()) throw new InputError(`--out ${JSON.stringify(values.out)} ${st ? 'is not a directory' : 'does not exist; make the directory first'}`);
     await new FsVolumeWriter().sync({ root: path.resolve(values.out), components: [] }, files, [], { createTarget: false });
     stdout.write(files.map((f) => path.join(values.out!, f.path)).join('\n') + '\n');
-    return 0;
+    return code;
   }
   stdout.write(JSON.stringify(Object.fromEntries(files.map((f) => [f.path, f.bytes.toString('utf8')])), null, 2) + '\n');
-  return 0;
+  return code;
 }
 
 /** `cpu=4,memory=16Gi` -> a resource list; a quantity Kubernetes would not parse is bad usage. */

@@ -2,6 +2,8 @@
 // the metrics label), the pod/volume it concerns, and the underlying cause.
 // They are logged once, where they are handled (the reconciler), never where raised.
 
+import { describe } from '../../projections/describe.ts';
+
 /** Every failure reason, with what it means; the first group is the pod author's to fix. */
 export const FAILURE_REASONS = {
   InvalidAnnotation: 'annotation value is not a list of valid volume names',
@@ -41,6 +43,16 @@ export class ProjectionError extends Error {
   withContext(extra: ErrorContext): ProjectionError {
     return new ProjectionError(this.reason, this.message, { ...this.context, ...extra }, this.cause);
   }
+}
+
+/**
+ * The text of the Warning Event a failure gets: `Reason: volume "name": message`. The volume
+ * is named here, once, so messages made with a volume in their context do not name it.
+ * `render` prints the same text for the same pod.
+ */
+export function eventText(e: ProjectionError): string {
+  const where = e.context.volume ? `volume ${describe(e.context.volume)}: ` : '';
+  return `${e.reason}: ${where}${e.message}`;
 }
 
 /** A flag, an environment variable or a kubeconfig is wrong: the operator's to fix; the CLI exits 2. */

@@ -4,13 +4,13 @@
 
 import type { Logger } from 'pino';
 import type { Clock } from '../common/clock.ts';
-import type { ProjectionError } from '../common/errors.ts';
+import { eventText, type ProjectionError } from '../common/errors.ts';
 import { REASON_PROJECTION_FAILED, type EventSink, type InvolvedObject } from '../kube/events.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { KeyedRateLimiter } from '../common/ratelimit.ts';
 import { FAILURE_LOG_LIMIT } from '../common/defaults.ts';
-import { clip, describe } from '../common/validation.ts';
+import { clip } from '../common/validation.ts';
 
 /** Longest message logged for one failure (an Event's is cut at 1 KiB where it is posted). */
 const MAX_LOG_MESSAGE = 2048;
@@ -41,8 +41,7 @@ export class FailureReporter {
         [F.reason]: e.reason, [F.err]: e.cause, [F.suppressed]: suppressed || undefined,
       }, clip(e.message, MAX_LOG_MESSAGE));
     }
-    const where = e.context.volume ? `volume ${describe(e.context.volume)}: ` : '';
-    if (!this.#events.warn(pod, REASON_PROJECTION_FAILED, `${e.reason}: ${where}${e.message}`)) {
+    if (!this.#events.warn(pod, REASON_PROJECTION_FAILED, eventText(e))) {
       this.#metrics.eventsDropped.inc();
     }
   }

@@ -95,11 +95,11 @@ export function resolveVolumes(pod: PodVolumesView, kubeletRoot: string): Volume
     const v = declared.find((d) => d.name === name);
     if (!v) {
       errors.push(new ProjectionError('VolumeNotDeclared',
-        `${ANNOTATION_VOLUME} names volume "${name}", but the pod has no volume of that name; add an emptyDir volume "${name}" to spec.volumes`,
+        `${ANNOTATION_VOLUME} names it, but the pod has no volume of that name; add an emptyDir volume of that name to spec.volumes`,
         { volume: name }));
     } else if (v.emptyDir === undefined || v.emptyDir === null) {
       errors.push(new ProjectionError('UnsupportedVolumeType',
-        `volume "${name}" is not an emptyDir; the agent only writes into emptyDir volumes (use emptyDir: {medium: Memory})`,
+        'not an emptyDir; the agent only writes into emptyDir volumes (use emptyDir: {medium: Memory})',
         { volume: name }));
     } else {
       // medium: Memory is a tmpfs the kubelet mounts: the writer may use inline calls there.

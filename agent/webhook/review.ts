@@ -69,6 +69,10 @@ export function parseReview(body: string): AdmissionRequest {
     throw new ReviewError('request.kind must carry group, version and kind', uid);
   }
   if (typeof r.operation !== 'string') throw new ReviewError('request.operation is missing', uid);
+  for (const k of ['object', 'oldObject'] as const) {
+    const deep = tooDeep(r[k], MAX_DEPTH);
+    if (deep !== undefined) throw new ReviewError(`request.${k}${deep}: nested deeper than ${MAX_DEPTH} levels, which no Kubernetes object of the served kinds is`, uid);
+  }
   return {
     uid, operation: r.operation, object: r.object, ...(r.oldObject !== undefined ? { oldObject: r.oldObject } : {}),
     kind: { group: kind.group, version: kind.version, kind: kind.kind },
@@ -76,6 +80,35 @@ export function parseReview(body: string): AdmissionRequest {
     ...(typeof r.name === 'string' ? { name: r.name } : {}),
     ...(typeof r.subResource === 'string' ? { subResource: r.subResource } : {}),
   };
+}
+
+/**
+ * Deepest nesting an object may have. The deepest field of a CronJob's pod template (a
+ * label selector's values inside an affinity term) is 16 levels down, and managedFields
+ * mirror that depth; every later step may then walk an object recursively.
+ */
+export const MAX_DEPTH = 100;
+
+/**
+ * Where `v` first nests deeper than `max` (a field path relative to it, its first 12 steps),
+ * or undefined. Iterative: the value may be nested far deeper than the stack allows.
+ */
+export function tooDeep(v: unknown, max: number): string | undefined {
+  type At = { v: unknown; depth: number; key?: string | number; up?: At };
+  const stack: At[] = [{ v, depth: 0 }];
+  while (stack.length > 0) {
+    const at = stack.pop()!;
+    if (typeof at.v !== 'object' || at.v === null) continue;
+    if (at.depth >= max) {
+      const keys: (string | number)[] = [];
+      for (let p: At | undefined = at; p?.key !== undefined; p = p.up) keys.unshift(p.key);
+      const step = (k: string | number) => (typeof k === 'number' ? `[${k}]` : /^[A-Za-z0-9_-]{1,63}$/.test(k) ? `.${k}` : `[${describe(k)}]`);
+      return keys.slice(0, 12).map(step).join('') + (keys.length > 12 ? `... (${keys.length} levels)` : '');
+    }
+    if (Array.isArray(at.v)) at.v.forEach((x, i) => stack.push({ v: x, depth: at.depth + 1, key: i, up: at }));
+    else for (const [k, x] of Object.entries(at.v)) stack.push({ v: x, depth: at.depth + 1, key: k, up: at });
+  }
+  return undefined;
 }
 
 /** Kinds the webhook rewrites, by API group (the core group is ""). */
@@ -93,11 +126,18 @@ export function isServed(kind: AdmissionRequest['kind']): boolean {
   return Object.hasOwn(SERVED, kind.group) && SERVED[kind.group]!.includes(kind.kind);
 }
 
-/** The mutation for one request: only CREATE and UPDATE of served kinds change anything. */
+/**
+ * The mutation for one request: only CREATE and UPDATE of served kinds change anything. One
+ * of those without an object is malformed (an API server always sends it): a ReviewError.
+ */
 export function admit(req: AdmissionRequest): Mutation {
   const served = isServed(req.kind);
-  if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || !isRecord(req.object)) {
+  if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) {
     return { allowed: true, patch: [], changed: [], warnings: [] };
+  }
+  if (!isRecord(req.object)) {
+    const what = req.object === undefined ? 'missing' : req.object === null ? 'null' : Array.isArray(req.object) ? 'a list' : `a ${typeof req.object}`;
+    throw new ReviewError(`request.object is ${what}: a ${req.operation} of a ${displayName(req.kind.kind)} carries the object`, req.uid);
   }
   if (req.kind.kind === 'Pod' && req.subResource === 'ephemeralcontainers') {
     return mutate(req.kind.kind, req.object, { ephemeralOnly: { existing: ephemeralNames(req.oldObject) } });

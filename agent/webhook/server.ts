@@ -131,22 +131,19 @@ const MAX_FIELD = 1024;
 
 function handle(body: string, res: ServerResponse, log: Logger, done: (result: Result, kind: string) => void): void {
   let req;
-  try {
-    req = parseReview(body);
-  } catch (err) {
-    if (!(err instanceof ReviewError)) return failed(err, undefined, res, log, done);
-    log.warn({ [F.reason]: 'MalformedReview', [F.err]: clip(err.message, MAX_FIELD) }, 'malformed AdmissionReview');
-    done('malformed', '');
-    if (err.uid === undefined) return reply(res, 400, `not an AdmissionReview: ${clip(err.message, MAX_FIELD)}\n`);
-    return reply(res, 200, reviewOf({ uid: err.uid, allowed: false, status: { code: 400, message: `malformed AdmissionReview: ${clip(err.message, MAX_FIELD)}` } }), 'application/json');
-  }
-  // Only served kinds become a metric label: any string can arrive here.
-  const kind = isServed(req.kind) ? req.kind.kind : 'other';
+  let kind = '';
   let m;
   try {
+    req = parseReview(body);
+    // Only served kinds become a metric label: any string can arrive here.
+    kind = isServed(req.kind) ? req.kind.kind : 'other';
     m = admit(req);
   } catch (err) {
-    return failed(err, req.uid, res, log, done, kind);
+    if (!(err instanceof ReviewError)) return failed(err, req?.uid, res, log, done, kind);
+    log.warn({ [F.reason]: 'MalformedReview', [F.err]: clip(err.message, MAX_FIELD) }, 'malformed AdmissionReview');
+    done('malformed', kind);
+    if (err.uid === undefined) return reply(res, 400, `not an AdmissionReview: ${clip(err.message, MAX_FIELD)}\n`);
+    return reply(res, 200, reviewOf({ uid: err.uid, allowed: false, status: { code: 400, message: `malformed AdmissionReview: ${clip(err.message, MAX_FIELD)}` } }), 'application/json');
   }
   const what = { [F.kind]: clip(req.kind.kind, 63), [F.object]: clip(`${req.namespace ?? ''}/${req.name ?? ''}`, 320), [F.operation]: clip(req.operation, 16) };
   if (!m.allowed) {

@@ -97,6 +97,8 @@ describe('ownerrefs-agent inject', () => {
     { what: 'a file and standard input', args: ['-f', 'a.yaml', '-'], stdin: '', code: 2, message: /^ownerrefs-agent: inject reads one input; 2 were given$/ },
     { what: 'only empty documents', args: [], stdin: '---\n---\n', code: 1, message: /^ownerrefs-agent: the input holds no object, only empty YAML documents$/ },
     { what: 'a directory', args: ['-f', '/'], stdin: '', code: 1, message: /^ownerrefs-agent: cannot read "\/": it is a directory$/ },
+    { what: 'an input over 8 MiB (parsing costs tens of times its size)', args: ['-f', '-'], stdin: `kind: ConfigMap\n# ${'x'.repeat(8 * 1024 * 1024)}\n`, code: 1,
+      message: /^ownerrefs-agent: the input is larger than 8 MiB, more than a manifest of this command can be; split it$/ },
   ])('$what: exit $code, one line', async ({ args, stdin, code, message }) => {
     const r = await cli(args, stdin);
     expect(r.code).toBe(code);

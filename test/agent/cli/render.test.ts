@@ -21,19 +21,21 @@ describe('ownerrefs-agent render', () => {
     const files = JSON.parse(stdout) as Record<string, string>;
     expect(files.ownerReferences).toBe(KEP_JSON);
     expect(files['ownerReferences.env']).toBe(`OWNER_REFERENCES='${KEP_JSON}'\n`);
-    expect(Object.keys(files)).toEqual(['ownerReferences.env', 'dependentOwnerReferences', 'ownerReferences']);
+    expect(Object.keys(files)).toEqual(['ownerReferences.env', 'dependentOwnerReferences', 'nodeOwnerReferences', 'ownerReferences']);
+    // The agent's defaults: the node file too, for a node named by --node-name, the UID a placeholder.
+    expect(files.nodeOwnerReferences).toBe('[{"apiVersion":"v1","kind":"Node","name":"node","uid":"00000000-0000-4000-8000-000000000000"}]');
   });
 
   it('writes the files into --out through the agent writer', async () => {
     const out = tmpDir();
     await cli('render', '--out', out, KEP_POD);
-    expect(readdirSync(out).sort()).toEqual(['dependentOwnerReferences', 'ownerReferences', 'ownerReferences.env']);
+    expect(readdirSync(out).sort()).toEqual(['dependentOwnerReferences', 'nodeOwnerReferences', 'ownerReferences', 'ownerReferences.env']);
     expect(readFileSync(path.join(out, 'ownerReferences'), 'utf8')).toBe(KEP_JSON);
     expect(statSync(path.join(out, 'ownerReferences')).mode & 0o777).toBe(0o644);
   });
 
   it('reads JSON from standard input and honours --no-env-file', async () => {
-    const child = execFile(process.execPath, [MAIN, 'render', '--no-env-file', '-']);
+    const child = execFile(process.execPath, [MAIN, 'render', '--no-env-file', '--no-node-file', '-']);
     child.stdin!.end(JSON.stringify({ kind: 'Pod', metadata: { name: 'x', annotations: { 'ownerrefs.dev/volume': 'podinfo' } },
       spec: { volumes: [{ name: 'podinfo', emptyDir: {} }] } }));
     let out = '';
@@ -66,8 +68,8 @@ describe('ownerrefs-agent render', () => {
   it.each([
     { what: 'a pod that does not opt in', pod: 'kind: Pod\nmetadata: {name: x}\n', reason: /^NotOptedIn: the pod has neither the ownerrefs.dev\/volume annotation nor a csi volume/ },
     { what: 'a traversing annotation', pod: POD_WITH('"../../etc"', 'emptyDir: {}'), reason: /^InvalidAnnotation: ownerrefs.dev\/volume: "..\/..\/etc" is not a valid volume name/ },
-    { what: 'an undeclared volume', pod: POD_WITH('other', 'emptyDir: {}'), reason: /^VolumeNotDeclared: ownerrefs.dev\/volume names volume "other"/ },
-    { what: 'a volume that is not an emptyDir', pod: POD_WITH('podinfo', 'hostPath: {path: /etc}'), reason: /^UnsupportedVolumeType: volume "podinfo" is not an emptyDir/ },
+    { what: 'an undeclared volume', pod: POD_WITH('other', 'emptyDir: {}'), reason: /^VolumeNotDeclared: volume "other": ownerrefs.dev\/volume names it, but the pod has no volume of that name/ },
+    { what: 'a volume that is not an emptyDir', pod: POD_WITH('podinfo', 'hostPath: {path: /etc}'), reason: /^UnsupportedVolumeType: volume "podinfo": not an emptyDir; the agent only writes into emptyDir volumes/ },
     { what: 'a look-alike volume name, shown escaped', pod: POD_WITH('p\u043edinfo', 'emptyDir: {}'), reason: /^InvalidAnnotation: ownerrefs.dev\/volume: "p\\u043edinfo"/ },
   ])('refuses $what with the agent\'s reason, exit 3, writing nothing', async ({ pod, reason }) => {
     const out = tmpDir();
@@ -77,6 +79,38 @@ describe('ownerrefs-agent render', () => {
     expect(err).toMatchObject({ code: 3, stdout: '' });
     expect((err as { stderr: string }).stderr).toMatch(reason);
     expect(readdirSync(out)).toEqual([]);
+  });
+
+  it('writes the files into the valid volumes of an annotation that also names invalid ones, as the agent does, and prints its Events: exit 3', async () => {
+    const out = tmpDir();
+    const f = path.join(tmpDir(), 'pod.yaml');
+    writeFileSync(f, POD_WITH('"podinfo,hp,../x,nosuch"', 'emptyDir: {}') + '  - name: hp\n    hostPath: {path: /etc}\n');
+    const err = await cli('render', '--out', out, f).catch((e: { code: number; stderr: string; stdout: string }) => e) as { code: number; stderr: string; stdout: string };
+    expect(err.code).toBe(3);
+    expect(err.stderr.trimEnd().split('\n')).toEqual([
+      'InvalidAnnotation: ownerrefs.dev/volume: "../x" is not a valid volume name (lower-case DNS-1123 label, at most 63 characters); set it to the name of an emptyDir volume, or a comma-separated list of them',
+      'UnsupportedVolumeType: volume "hp": not an emptyDir; the agent only writes into emptyDir volumes (use emptyDir: {medium: Memory})',
+      'VolumeNotDeclared: volume "nosuch": ownerrefs.dev/volume names it, but the pod has no volume of that name; add an emptyDir volume of that name to spec.volumes',
+    ]);
+    expect(readdirSync(out).sort()).toEqual(['dependentOwnerReferences', 'nodeOwnerReferences', 'ownerReferences', 'ownerReferences.env']);
+    expect(err.stdout.split('\n')).toContain(path.join(out, 'ownerReferences'));
+  });
+
+  it('counts nodeOwnerReferences toward --max-bytes, as a default agent does, and --no-node-file leaves it out', async () => {
+    const { stdout } = await cli('render', '--no-node-file', KEP_POD);
+    const without = Object.values(JSON.parse(stdout) as Record<string, string>).reduce((n, t) => n + Buffer.byteLength(t), 0);
+    const node = Buffer.byteLength('[{"apiVersion":"v1","kind":"Node","name":"node","uid":"00000000-0000-4000-8000-000000000000"}]');
+    // Exactly at the limit without the node file: a default agent refuses it, as render does now.
+    expect((await cli('render', '--no-node-file', '--max-bytes', String(without), KEP_POD)).stdout).toContain('ownerReferences');
+    const err = await cli('render', '--max-bytes', String(without), KEP_POD).catch((e: { code: number; stderr: string; stdout: string }) => e);
+    expect(err).toMatchObject({ code: 3, stdout: '', stderr: `TooLarge: the pod's ownerReferences render to ${without + node} bytes, over the agent's limit of ${without}; files are left as they were\n` });
+  });
+
+  it('refuses an input over 3 MiB before parsing it: exit 1, one line', async () => {
+    const f = path.join(tmpDir(), 'big.yaml');
+    writeFileSync(f, POD_WITH('podinfo', 'emptyDir: {}') + `# ${'x'.repeat(3 * 1024 * 1024)}\n`);
+    const err = await cli('render', f).catch((e: { code: number; stderr: string }) => e);
+    expect(err).toMatchObject({ code: 1, stderr: 'ownerrefs-agent: the input is larger than 3 MiB, more than a manifest of this command can be; split it\n' });
   });
 
   it('refuses files over --max-bytes as the agent would (TooLarge), exit 3', async () => {

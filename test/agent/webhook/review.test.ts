@@ -67,8 +67,16 @@ describe('admit', () => {
     expect(responseFor('u-1', admit(parseReview(review(req({ object: pod })))))).toMatchObject({ allowed: false, status: { code: 422, message: expect.stringMatching(/secret/) } });
   });
 
-  it('leaves DELETE, unknown groups and kinds, and a missing object alone', () => {
-    for (const r of [req({ operation: 'DELETE' }), req({ kind: { group: 'example.com', version: 'v1', kind: 'Pod' } }), req({ object: null }),
+  it('refuses a CREATE or UPDATE of a served kind without its object as malformed', () => {
+    for (const [r, what] of [[req({ object: undefined }), 'missing'], [req({ object: null }), 'null'], [req({ operation: 'UPDATE', object: [] }), 'a list']] as const) {
+      const thrown = (() => { try { admit(parseReview(review(r))); } catch (err) { return err; } })();
+      expect(thrown).toBeInstanceOf(ReviewError);
+      expect(thrown).toMatchObject({ uid: 'u-1', message: `request.object is ${what}: a ${r.operation} of a Pod carries the object` });
+    }
+  });
+
+  it('leaves DELETE, unknown groups and kinds alone', () => {
+    for (const r of [req({ operation: 'DELETE' }), req({ kind: { group: 'example.com', version: 'v1', kind: 'Pod' } }),
       req({ kind: { group: '', version: 'v1', kind: 'ConfigMap' } })]) {
       expect(admit(parseReview(review(r)))).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
     }

@@ -92,23 +92,30 @@ describe('the webhook endpoint', () => {
   });
 
   // Hostile reviews: the answer is a review (or a 4xx), one log line, and the process serves on.
-  // NESTED stands for an array 5,000 deep, spliced in as text (JSON.stringify would overflow here too).
-  const NESTED = '<nested>';
+  // Nesting past the bound is refused before the kind is read (kind ''). nested(n) stands for an array n deep, spliced in as text (JSON.stringify would overflow here too).
+  const nested = (depth: number) => `<nested ${depth}>`;
   const review = (request: object) => JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'h1', operation: 'CREATE', ...request } })
-    .replace(JSON.stringify(NESTED), `${'['.repeat(5_000)}"x"${']'.repeat(5_000)}`);
-  const nested = (_depth: number) => NESTED;
+    .replace(/"<nested (\d+)>"/g, (_m, d: string) => `${'['.repeat(Number(d))}"x"${']'.repeat(Number(d))}`);
+  const pod = { kind: { group: '', version: 'v1', kind: 'Pod' } };
+  const owners = { path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } };
   it.each([
     { what: 'a group named like an Object property', request: { kind: { group: 'constructor', version: 'v1', kind: 'Pod' }, object: kepPod() }, allowed: true, kind: 'other' },
     { what: 'a group named __proto__', request: { kind: { group: '__proto__', version: 'v1', kind: 'Pod' }, object: kepPod() }, allowed: true, kind: 'other' },
     { what: 'an unserved kind (never a metric label of its own)', request: { kind: { group: 'x', version: 'v1', kind: 'K'.repeat(10_000) }, object: {} }, allowed: true, kind: 'other' },
-    { what: 'a name nested 5,000 deep', request: { kind: { group: '', version: 'v1', kind: 'Pod' }, object: { ...kepPod(), metadata: { name: nested(5_000) } } }, allowed: true, kind: 'Pod' },
-    { what: 'a downwardAPI item nested 5,000 deep', request: { kind: { group: '', version: 'v1', kind: 'Pod' },
-      object: kepPod({ containers: [{ name: 'c' }], volumes: [{ name: 'v', downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' }, x: nested(5_000) }] } }] } as never) },
-      allowed: false, kind: 'Pod' },
-  ])('answers $what with a review, and serves on', async ({ request, allowed, kind }) => {
+    { what: 'a name nested 5,000 deep', request: { ...pod, object: { ...kepPod(), metadata: { name: nested(5_000) } } },
+      allowed: false, kind: '', code: 400, message: /^malformed AdmissionReview: request\.object\.metadata\.name\[0\]\[0\].*nested deeper than 100 levels/ },
+    { what: 'a downwardAPI item nested 200,000 deep', request: { ...pod, object: kepPod({ containers: [{ name: 'c' }], volumes: [{ name: 'v', downwardAPI: { items: [owners, nested(200_000)] } }] } as never) },
+      allowed: false, kind: '', code: 400, message: /^malformed AdmissionReview: request\.object\.spec\.volumes\[0\]\.downwardAPI\.items\[1\]\[0\].*\(100 levels\): nested deeper than 100/ },
+    { what: 'a field nested 200,000 deep beside the items', request: { ...pod, object: kepPod({ containers: [{ name: 'c' }], volumes: [{ name: 'v', downwardAPI: { items: [owners], x: nested(200_000) } }] } as never) },
+      allowed: false, kind: '', code: 400, message: /^malformed AdmissionReview: request\.object\.spec\.volumes\[0\]\.downwardAPI\.x\[0\]/ },
+    { what: 'a Pod CREATE without its object', request: { ...pod }, allowed: false, kind: 'Pod', code: 400, message: /^malformed AdmissionReview: request\.object is missing: a CREATE of a Pod carries the object/ },
+    { what: 'a Pod CREATE whose object is null', request: { ...pod, object: null }, allowed: false, kind: 'Pod', code: 400, message: /request\.object is null/ },
+  ])('answers $what with a review, and serves on', async ({ request, allowed, kind, code, message }) => {
     const r = await post(review(request));
     expect(r.status).toBe(200);
-    expect(JSON.parse(r.body).response).toMatchObject({ uid: 'h1', allowed });
+    const response = JSON.parse(r.body).response;
+    expect(response).toMatchObject({ uid: 'h1', allowed });
+    if (code !== undefined) expect(response.status).toMatchObject({ code, message: expect.stringMatching(message!) });
     expect(kinds.at(-1)).toBe(kind);
     expect((await post('{}')).status).toBe(400);
   });
