@@ -8,7 +8,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           pool: 'forks',
-          include: ['test/agent/**/*.test.ts', 'test/projections/**/*.test.ts', 'test/security/**/*.test.ts', 'test/packaging/**/*.test.ts'],
+          include: ['test/agent/**/*.test.ts', 'test/projections/**/*.test.ts', 'test/security/**/*.test.ts', 'test/packaging/**/*.test.ts', 'test/scripts/**/*.test.ts'],
           // Give-up bounds for tests that spawn processes (readers, shells, the Go oracle) on a
           // shared, loaded machine; not performance assertions.
           testTimeout: 30_000,

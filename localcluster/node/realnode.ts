@@ -1,6 +1,6 @@
 // A real node: the kubelet built from the pinned k8s.io/kubernetes, with Debian's
 // containerd (its CRI plugin) and runc, running real containers on this machine. No
-// image can be pulled here, so ./build.sh makes two (busybox, pause) and they are
+// image can be pulled here, so ./images/build.sh makes two (busybox, pause) and they are
 // imported before the kubelet starts; pods use them with imagePullPolicy: Never.
 //
 // Everything lives under one work directory (/tmp/ownerrefs-node-*): containerd's root,
@@ -70,18 +70,29 @@ export function missingForRealNode(): string[] {
   if (process.env.OWNERREFS_REAL_NODE === 'off') missing.push('nothing (OWNERREFS_REAL_NODE=off)');
   if (process.getuid?.() !== 0) missing.push('root');
   for (const bin of ['containerd', 'runc', 'ctr']) if (!onPath(bin)) missing.push(bin);
+  // The node's two images are made here (./images/build.sh), from busybox-static and gcc.
+  for (const bin of ['busybox', 'gcc']) if (!onPath(bin)) missing.push(`${bin} (to make the node's images)`);
   if (!existsSync('/usr/lib/cni/bridge')) missing.push('CNI plugins (/usr/lib/cni)');
   if (!existsSync('/sys/fs/cgroup/memory') && !existsSync('/sys/fs/cgroup/cgroup.controllers')) missing.push('cgroups');
   return missing;
 }
 
-/** The directory with the kubelet and the image archives, built by ./build.sh on a miss. */
+/** The directory with the kubelet and the hollow kubelet, built by ./build.sh on a miss. */
 export async function nodeBinaries(): Promise<string> {
-  const { stdout } = await run('bash', [path.join(import.meta.dirname, 'build.sh')], { maxBuffer: 1 << 20 });
+  return buildScript('build.sh');
+}
+
+/** The directory with the real node's image archives, made by ./images/build.sh on a miss. */
+export async function nodeImages(): Promise<string> {
+  return buildScript('images/build.sh');
+}
+
+async function buildScript(script: string): Promise<string> {
+  const { stdout } = await run('bash', [path.join(import.meta.dirname, script)], { maxBuffer: 1 << 20 });
   return stdout.trim().split('\n').pop() ?? '';
 }
 
-export async function startRealNode(opts: { cp: ControlPlane; name: string; binDir: string }): Promise<RealNode> {
+export async function startRealNode(opts: { cp: ControlPlane; name: string; binDir: string; imagesDir: string }): Promise<RealNode> {
   await reapLeftoverNodes();
   const workDir = await mkdtemp(path.join(os.tmpdir(), NODE_WORKDIR_PREFIX));
   const logsDir = path.join(workDir, 'logs');
@@ -105,7 +116,7 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
     const c = containerd;
     await waitFor(async () => c.exited ? Promise.reject(new Error('containerd exited')) : (await ctr(sock, ['version'])) !== undefined,
       { timeoutMs: 60_000, describe: 'containerd serving', diagnostics: () => tail(logsDir, 'containerd') });
-    for (const image of ['busybox.tar', 'pause.tar']) await ctr(sock, ['images', 'import', path.join(opts.binDir, image)]);
+    for (const image of ['busybox.tar', 'pause.tar']) await ctr(sock, ['images', 'import', path.join(opts.imagesDir, image)]);
 
     const cert = await opts.cp.issueClientCert(`kubelet-${opts.name}`, `/O=system:nodes/CN=system:node:${opts.name}`);
     const kubeconfig = path.join(workDir, 'kubelet.kubeconfig');
