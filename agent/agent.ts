@@ -18,7 +18,8 @@ import { RECOVERY_SPACING_MS } from './common/defaults.ts';
 import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
 import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
-import type { PodView } from './policy/podtable.ts';
+import { AnnotationKeeper } from './policy/annotationkeeper.ts';
+import { slimView, type PodView } from './policy/podtable.ts';
 import { Reconciler } from './policy/reconciler.ts';
 import { FsVolumeWriter, TEMP_PREFIX } from './volume/writer.ts';
 
@@ -45,8 +46,11 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   // Owners' metadata: read only on nodes labelled ownerrefs.dev/follow-owners=true.
   const owners = new OwnerMetadataCache({
     client, kinds: [...BUILTIN_KINDS, ...cfg.followKinds], refreshMs: cfg.ownerRefreshMs, clock: realClock, log,
-    changed: (uid) => reconciler.ownerChanged(uid),
-    inUse: (uid) => reconciler.ownerInUse(uid),
+    changed: (uid) => {
+      reconciler.ownerChanged(uid);
+      keeper.ownerChanged(uid);
+    },
+    inUse: (uid) => reconciler.ownerInUse(uid) || keeper.ownerInUse(uid),
     observe: (kind, outcome, why) => metrics.ownerReads.inc({ kind, code: outcome, why }),
     forbidden: (kind, message) => events.warn({ kind: 'Node', name: cfg.nodeName }, REASON_FOLLOW_FORBIDDEN, `following ${kind} owners: ${message}`),
   });
@@ -67,11 +71,19 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
       return dirs;
     },
   });
+  // The annotations the KEP's syntax reads (the webhook points it at them), kept current.
+  const keeper: AnnotationKeeper = new AnnotationKeeper({ client, events, log, metrics, owners, qps: cfg.annotationQps });
   const nodeConfig = new NodeConfigSource({
     current: () => reconciler.settings,
-    apply: (s) => reconciler.setSettings(s),
+    apply: (s) => {
+      reconciler.setSettings(s);
+      keeper.setSettings(s);
+    },
     allocatable: (a) => reconciler.setAllocatable(a),
-    node: (n) => reconciler.setNode(n),
+    node: (n) => {
+      reconciler.setNode(n);
+      keeper.setNode(n);
+    },
     events,
     log,
   });
@@ -97,7 +109,22 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     resource: 'pods',
     path: `/api/v1/pods?${field(`spec.nodeName=${cfg.nodeName}`)}`,
     client,
-    handler: reconciler,
+    // Every pod event to both: the files (reconciler) and the annotations (keeper).
+    handler: {
+      retain: slimView,
+      replace: (items) => {
+        reconciler.replace(items);
+        keeper.replace(items);
+      },
+      upsert: (pod) => {
+        reconciler.upsert(pod);
+        keeper.upsert(pod);
+      },
+      remove: (pod) => {
+        reconciler.remove(pod);
+        keeper.remove(pod);
+      },
+    },
     observer: observer('pods'),
     stallMs: cfg.stallMs,
     pacer,
@@ -148,7 +175,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
       ac.abort();
       await Promise.allSettled([nodeRun, podRun]);
       owners.close();
-      await reconciler.close(); // in-flight writes finish; nothing new starts
+      await Promise.all([reconciler.close(), keeper.close()]); // in-flight writes finish; nothing new starts
       events.close(); // Events waiting to be posted again are given up
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();

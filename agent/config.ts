@@ -29,6 +29,8 @@ export interface AgentConfig {
   /** Kinds followed beyond the built-in workloads, on nodes labelled ownerrefs.dev/follow-owners=true. */
   followKinds: FollowedKind[];
   ownerRefreshMs: number;
+  /** PATCHes of pod annotations per second on this node (the burst is five times this). */
+  annotationQps: number;
 }
 
 /** Flag name, env var, default, help. README's flag table lists the same rows. */
@@ -47,6 +49,7 @@ export const RUN_FLAGS = {
   'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: D.REGISTRATION_DIR, help: 'register the CSI driver with the kubelet in this directory (empty: do not register)' },
   'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
   'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: String(D.OWNER_REFRESH_MS / 1000), help: 'read an owner in use again after this long (bounds how late a change of its own owner shows)' },
+  'annotation-qps': { env: 'OWNERREFS_ANNOTATION_QPS', def: String(D.ANNOTATION_QPS), help: 'PATCHes of pod annotations per second on this node, after a burst of five times this' },
 } as const;
 
 type FlagName = keyof typeof RUN_FLAGS;
@@ -132,6 +135,7 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
       }
     })(),
     ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000,
+    annotationQps: num('annotation-qps', 0.1),
   };
 }
 

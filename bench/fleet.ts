@@ -97,11 +97,12 @@ async function main(): Promise<void> {
     const kubeletsAlone = await measureWindow(cp, WINDOW_S);
     say(`kubelets alone: ${describeWindow(kubeletsAlone)}`);
     await createAgentFlowSchema(kc);
-    const agentKc = await agentKubeconfig(kc, cp.workDir);
+    // Each agent's token is bound to a pod on its node, as a DaemonSet pod's is (the agent's policy checks it).
+    const agentKcs = await Promise.all(nodes.map((n) => agentKubeconfig(kc, n.kubeletRoot, { nodeName: n.name })));
     const built = buildAgent(); // the compiled agent, as the image runs it
     const a0 = performance.now();
     for (const n of nodes) {
-      agents.push(await startAgentProcess({ kubeconfig: agentKc, nodeName: n.name, kubeletRoot: n.kubeletRoot, args: ['--log-level=info'], main: built.main, env: { NODE_ENV: 'production' } }));
+      agents.push(await startAgentProcess({ kubeconfig: agentKcs[nodes.indexOf(n)]!, nodeName: n.name, kubeletRoot: n.kubeletRoot, args: ['--log-level=info'], main: built.main, env: { NODE_ENV: 'production' } }));
     }
     await waitFor(async () => (await sumOver(agents, 'ownerrefs_volumes_tracked')) >= K * P ? true : undefined,
       { timeoutMs: 300_000, intervalMs: 1_000, describe: 'every agent tracks its node\'s pods' });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { AGENT_ENV, NODE_FLAGS } from '../agent/config.ts';
+import { IMAGES } from './node/realnode.ts';
 import { waitFor } from './wait.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
@@ -26,21 +27,46 @@ export async function apply(kc: KubeConfig, objs: KubernetesObject[], dryRun = f
 }
 
 /**
- * Applies daemonset.yaml's Namespace, ServiceAccount, ClusterRole and binding (not the
- * DaemonSet: there is no image to run here), then writes a kubeconfig holding a
- * TokenRequest token for that ServiceAccount. The agent then has exactly the shipped RBAC.
+ * Applies daemonset.yaml's objects but the DaemonSet (there is no image to run here): the
+ * Namespace, ServiceAccount, ClusterRole and binding, and the ValidatingAdmissionPolicy that
+ * bounds the agent's pod patches. Then writes a kubeconfig holding a TokenRequest token for
+ * that ServiceAccount, bound to a pod of it on `nodeName`, as the DaemonSet pod's own token
+ * is: the API server names the node in the token's user info, which the policy checks. The
+ * agent then has exactly the shipped RBAC and policy.
  */
-export async function agentKubeconfig(admin: KubeConfig, dir: string, server?: string): Promise<string> {
+export async function agentKubeconfig(admin: KubeConfig, dir: string, opts: { nodeName: string; server?: string | undefined }): Promise<string> {
   const objs = manifestObjects().filter((o) => o.kind !== 'DaemonSet');
   await apply(admin, objs);
   const sa = objs.find((o) => o.kind === 'ServiceAccount')!;
-  return serviceAccountKubeconfig(admin, { namespace: sa.metadata!.namespace!, name: sa.metadata!.name! }, path.join(dir, 'agent.kubeconfig'), server);
+  const ref = { namespace: sa.metadata!.namespace!, name: sa.metadata!.name! };
+  const pod = await agentPod(admin, ref, opts.nodeName);
+  return serviceAccountKubeconfig(admin, ref, path.join(dir, 'agent.kubeconfig'), opts.server, pod);
 }
 
-/** Writes `file`, a kubeconfig holding a TokenRequest token (6 h) for the ServiceAccount. */
-export async function serviceAccountKubeconfig(admin: KubeConfig, sa: { namespace: string; name: string }, file: string, server?: string): Promise<string> {
+/**
+ * The pod the agent's token is bound to: the ServiceAccount's, on the node, running the
+ * node's pause image (on a real node; other nodes run nothing). One per node, reused.
+ */
+async function agentPod(admin: KubeConfig, sa: { namespace: string; name: string }, nodeName: string): Promise<{ name: string; uid: string }> {
+  const core = admin.makeApiClient(CoreV1Api);
+  const name = `ownerrefs-agent-token-${nodeName}`.slice(0, 253);
+  const existing = await core.readNamespacedPod({ name, namespace: sa.namespace }).catch(() => undefined);
+  const pod = existing ?? await core.createNamespacedPod({ namespace: sa.namespace, body: {
+    metadata: { name, labels: { 'app.kubernetes.io/name': 'ownerrefs-agent-token' } },
+    spec: {
+      nodeName, serviceAccountName: sa.name, automountServiceAccountToken: false, terminationGracePeriodSeconds: 0,
+      tolerations: [{ operator: 'Exists' }],
+      containers: [{ name: 'pause', image: IMAGES.pause, imagePullPolicy: 'Never' }],
+    },
+  } });
+  return { name, uid: pod.metadata!.uid! };
+}
+
+/** Writes `file`, a kubeconfig holding a TokenRequest token (6 h) for the ServiceAccount, bound to `pod` when given. */
+export async function serviceAccountKubeconfig(admin: KubeConfig, sa: { namespace: string; name: string }, file: string, server?: string, pod?: { name: string; uid: string }): Promise<string> {
   const tr = await admin.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
-    name: sa.name, namespace: sa.namespace, body: { spec: { audiences: [], expirationSeconds: 3600 * 6 } },
+    name: sa.name, namespace: sa.namespace, body: { spec: { audiences: [], expirationSeconds: 3600 * 6,
+      ...(pod ? { boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.name, uid: pod.uid } } : {}) } },
   });
   const cluster = admin.getCurrentCluster()!;
   const kc = {

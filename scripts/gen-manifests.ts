@@ -2,12 +2,15 @@
 // chart's renderings (test/packaging/chart.test.ts fails when they drift):
 //   daemonset.yaml            the chart with its default values
 //   rbac-follow-owners.yaml   the chart's follow-owners template, switched on
-// and the chart's webhook template from webhook.yaml (itself partly generated from
-// agent/webhook/registration.ts by scripts/gen-webhook-config.ts: run that first).
+// the chart's webhook template from webhook.yaml (itself partly generated from
+// agent/webhook/registration.ts by scripts/gen-webhook-config.ts: run that first), and the
+// chart's agent-policy template from agent/kube/agentpolicy.ts.
 //   node scripts/gen-manifests.ts
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { stringify } from 'yaml';
+import { agentPolicy } from '../agent/kube/agentpolicy.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 export const CHART = path.join(ROOT, 'charts', 'ownerrefs-agent');
@@ -70,8 +73,7 @@ function withExtraMetadata(doc: string): string {
  * The chart's webhook template: webhook.yaml, with its namespace, image, replicas, priority
  * class, log level, resources, placement, pod labels and annotations, extra labels and
  * annotations from the values; its PodDisruptionBudget only with more than one
- * replica (minAvailable 1 of 1 would block every drain); and a refusal without CSI mode
- * (the webhook rewrites KEP volumes into ownerrefs.dev CSI volumes, which only it serves).
+ * replica (minAvailable 1 of 1 would block every drain).
  */
 export function webhookTemplate(): string {
   const text = readFileSync(path.join(ROOT, 'webhook.yaml'), 'utf8');
@@ -96,12 +98,23 @@ export function webhookTemplate(): string {
       '$1resources:\n$1  {{- toYaml .Values.webhook.resources | nindent 10 }}\n');
   const docs = body.trimEnd().split('\n---\n').map(withExtraMetadata).map((doc) =>
     /^kind: PodDisruptionBudget$/m.test(doc) ? `{{- if gt (int .Values.webhook.replicas) 1 }}\n${doc}\n{{- end }}` : doc);
-  const guard = '{{- if not .Values.csi.enabled }}\n{{- fail "webhook.enabled needs csi.enabled: the webhook turns KEP-4753 volumes into ownerrefs.dev CSI volumes, which only the agent\'s CSI driver serves (without it those pods never start)" }}\n{{- end }}';
-  return `{{- if .Values.webhook.enabled }}\n${guard}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
+  return `{{- if .Values.webhook.enabled }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
+}
+
+/** The chart's template of the agent's ValidatingAdmissionPolicy and its binding (agent/kube/agentpolicy.ts). */
+export function agentPolicyTemplate(): string {
+  const NS = 'NAMESPACE-PLACEHOLDER';
+  const docs = agentPolicy(NS).map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()).replaceAll(NS, '{{ .Values.namespace.name }}'));
+  return `# Generated from agent/kube/agentpolicy.ts by scripts/gen-manifests.ts.
+# The agent may patch pods (the annotations the KEP's syntax reads); this policy bounds that
+# to those annotations, on pods of its own node. SECURITY.md.
+${docs.join('\n---\n')}
+`;
 }
 
 if (import.meta.main) {
   writeFileSync(path.join(CHART, 'templates', 'webhook.yaml'), webhookTemplate());
+  writeFileSync(path.join(CHART, 'templates', 'agent-policy.yaml'), agentPolicyTemplate());
   const helm = helmBin();
   writeFileSync(path.join(ROOT, 'daemonset.yaml'), daemonsetYaml(helm));
   writeFileSync(path.join(ROOT, 'rbac-follow-owners.yaml'), followOwnersYaml(helm));

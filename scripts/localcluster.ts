@@ -13,7 +13,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { controlPlaneBinaries, newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../localcluster/controlplane/controlplane.ts';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../localcluster/agentproc.ts';
 import { startKubeletEmulator, type KubeletEmulator } from '../localcluster/kubelet/emulator.ts';
-import { missingForRealNode, nodeBinaries, startRealNode, type RealNode } from '../localcluster/node/realnode.ts';
+import { missingForRealNode, nodeBinaries, nodeImages, startRealNode, type RealNode } from '../localcluster/node/realnode.ts';
 import { waitFor } from '../localcluster/wait.ts';
 
 
@@ -55,7 +55,7 @@ export async function startLocalCluster(opts: {
     let kubeletRoot: string;
     if (real) {
       say(`control plane up at ${cp.server}; logs in ${cp.logsDir}; building or locating the kubelet and the node's images (first run: ~4 min)`);
-      realNode = await startRealNode({ cp, name: opts.node, binDir: await nodeBinaries() });
+      realNode = await startRealNode({ cp, name: opts.node, binDir: await nodeBinaries(), imagesDir: await nodeImages() });
       stops.unshift(() => realNode!.stop());
       kubeletRoot = realNode.kubeletRoot;
       say(`node ${opts.node} Ready: the real kubelet with containerd and runc, root ${kubeletRoot}`);
@@ -67,7 +67,7 @@ export async function startLocalCluster(opts: {
       stops.unshift(() => kubelet!.stop());
     }
     const agent = await startAgentProcess({
-      kubeconfig: await agentKubeconfig(kc, kubeletRoot), nodeName: opts.node, kubeletRoot, args: opts.agentArgs ?? ['--log-level=info'], main: opts.agentMain, env: opts.agentEnv, extraNodeFlags: opts.agentNodeFlags,
+      kubeconfig: await agentKubeconfig(kc, kubeletRoot, { nodeName: opts.node }), nodeName: opts.node, kubeletRoot, args: opts.agentArgs ?? ['--log-level=info'], main: opts.agentMain, env: opts.agentEnv, extraNodeFlags: opts.agentNodeFlags,
     });
     stops.unshift(() => agent.stop());
     await waitFor(async () => (await agent.get('/readyz')).status === 200, { describe: 'agent ready' });

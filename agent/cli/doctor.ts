@@ -7,6 +7,7 @@
 
 import type { Stats } from 'node:fs';
 import path from 'node:path';
+import { NODE_NAME_EXTRA } from '../kube/agentpolicy.ts';
 import { settingsFromLabels } from '../kube/nodeconfig.ts';
 import type { ApiClient } from '../kube/client.ts';
 import { ApiError } from '../kube/client.ts';
@@ -38,15 +39,15 @@ export interface DoctorEnv {
 
 const DRIVER = 'ownerrefs.dev';
 /** What the agent needs, and a few things it must not have (RBAC). */
-const NEEDED: readonly [verb: string, resource: string][] = [['list', 'pods'], ['watch', 'pods'], ['get', 'nodes'], ['list', 'nodes'], ['watch', 'nodes'], ['create', 'events']];
-const FORBIDDEN: readonly [verb: string, resource: string][] = [['get', 'secrets'], ['patch', 'pods'], ['delete', 'pods'], ['update', 'nodes'], ['create', 'pods']];
+const NEEDED: readonly [verb: string, resource: string][] = [['list', 'pods'], ['watch', 'pods'], ['patch', 'pods'], ['get', 'nodes'], ['list', 'nodes'], ['watch', 'nodes'], ['create', 'events']];
+const FORBIDDEN: readonly [verb: string, resource: string][] = [['get', 'secrets'], ['update', 'pods'], ['delete', 'pods'], ['update', 'nodes'], ['create', 'pods']];
 
 export async function runChecks(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding[]> {
   const out: Finding[] = [];
   out.push(await kubeletRoot(cfg, env));
   out.push(await propagation(cfg, env));
   if (cfg.csiSocket) out.push(...await csi(cfg, env));
-  out.push(...await rbac(env));
+  out.push(...await rbac(cfg, env));
   out.push(await node(cfg, env));
   return out;
 }
@@ -137,7 +138,7 @@ async function apiCheck(check: string, fn: () => Promise<Finding>, missing?: str
   }
 }
 
-async function rbac(env: DoctorEnv): Promise<Finding[]> {
+async function rbac(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding[]> {
   const can = async (verb: string, resource: string) => (await env.api.json<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
     { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { verb, resource, namespace: 'default' } } })).status?.allowed === true;
   const findings: Finding[] = [];
@@ -158,6 +159,16 @@ async function rbac(env: DoctorEnv): Promise<Finding[]> {
       return { verdict: 'WARN', check: 'RBAC', message: `the agent may also ${extra.join(', ')}, which it never needs: bind it only to the ClusterRole ownerrefs-agent (SECURITY.md).` };
     }
     return ok('RBAC', `may ${NEEDED.map(([v, r]) => `${v} ${r}`).join(', ')}; nothing more of what was checked`);
+  }));
+  findings.push(await apiCheck('token', async () => {
+    // The agent's ValidatingAdmissionPolicy lets it patch only pods of the node its token names.
+    const r = await env.api.json<{ status?: { userInfo?: { username?: string; extra?: Record<string, string[]> } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    const named = r.status?.userInfo?.extra?.[NODE_NAME_EXTRA]?.[0];
+    if (named === cfg.nodeName) return ok('token', `names node ${named}: the agent may set the annotations of this node's pods`);
+    return fail('token', named === undefined
+      ? 'the credentials name no node, so the agent\'s policy refuses every annotation write: run the agent with the DaemonSet pod\'s own service account token (bound to the pod), not a token made for the ServiceAccount alone'
+      : `the credentials name node ${named}, not ${cfg.nodeName}: the agent's policy refuses its writes to this node's pods; run it with its own pod's token`);
   }));
   return findings;
 }

@@ -1,7 +1,7 @@
 // `ownerrefs-agent inject`: what the admission webhook would make of a manifest, offline,
-// for review and for GitOps pipelines that pre-render (as istioctl kube-inject does).
-// Pods and pod templates of every served kind, YAML (multi-document) or JSON, a List's
-// items too. Other objects pass through unchanged.
+// for review and for GitOps pipelines that pre-render (as istioctl kube-inject does):
+// the same mutate() the webhook runs. Pods and pod templates of every served kind, YAML
+// (multi-document) or JSON, a List's items too. Other objects pass through unchanged.
 //
 // Exit codes: 0 printed; 1 bad input; 2 bad usage; 3 the webhook would deny an object
 // (its message on stderr, prefixed by the object; nothing printed).
@@ -17,11 +17,14 @@ import { decodeUtf8, InputError, readInput, yamlFailure } from './podinput.ts';
 export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
 Prints what the ownerrefs.dev admission webhook would make of a manifest: KEP-4753's
-fieldRef metadata.ownerReferences in downwardAPI volumes and env, rewritten so that
-today's API servers accept it. Reads YAML (several documents) or JSON, at most 8 MiB, from
-FILE or standard input, and prints the same format. Objects the webhook would deny are reported on
-standard error and the exit code is 3. Pod templates' env is resolved later, at each pod's
-admission, so the webhook must still be installed for them.
+fieldRef metadata.ownerReferences (and ownerrefs.dev's own field paths) in downwardAPI and
+projected volumes and in env, pointed at the pod annotation that holds the value
+(metadata.annotations['ownerrefs.dev/owner-references']), which today's API servers accept;
+for a Pod, also the annotations its spec reads, as the webhook would set them. Reads YAML
+(several documents) or JSON, at most 8 MiB, from FILE or standard input, and prints the
+same format. Objects the webhook would deny are reported on standard error and the exit
+code is 3. A workload's pods get their annotations at their own admission, so the webhook
+must still be installed for them.
 `;
 
 export const EXIT_DENIED = 3;
@@ -88,8 +91,8 @@ function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream
     return { obj, denied: true };
   }
   for (const w of m.warnings) stderr.write(`${where} (${name}): warning: ${oneLine(w)}\n`);
-  if (kind === 'Pod' && m.changed.some((c) => c.startsWith('env ')) && !Array.isArray(meta.ownerReferences)) {
-    stderr.write(`${where} (${name}): warning: the manifest lists no ownerReferences, so its env gets "items":[]; pods made by controllers carry theirs\n`);
+  if (kind === 'Pod' && m.changed.includes('annotation ownerrefs.dev/owner-references') && !Array.isArray(meta.ownerReferences)) {
+    stderr.write(`${where} (${name}): warning: the manifest lists no ownerReferences, so its owners annotation says "items":[]; pods made by controllers carry theirs\n`);
   }
   return { obj: applyPatch(obj, m.patch), denied: false };
 }

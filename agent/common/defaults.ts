@@ -100,3 +100,15 @@ export const CSI_POD_WAIT_MS = 5_000;
  */
 export const OWNER_REFRESH_MS = 600_000;
 
+
+/**
+ * --annotation-qps, and its burst as a multiple of it: the agent's PATCHes of pod annotations
+ * on one node. One ownership change costs one PATCH per affected pod: a ReplicaSet's 110 pods
+ * on one node adopted by a new Deployment (nodes that follow owners) are written within
+ * (110 - 100) / 20 = 0.5 s of the burst. The kubelet's own default is 50 QPS (burst 100)
+ * for all of its requests.
+ */
+export const ANNOTATION_QPS = 20;
+export const ANNOTATION_BURST_FACTOR = 5;
+/** PATCHes of pod annotations in flight at once (each takes one of the client's plain sockets). */
+export const ANNOTATION_CONCURRENCY = 4;

@@ -55,3 +55,32 @@ export class KeyedRateLimiter {
     this.#buckets.delete(key);
   }
 }
+
+/** One token bucket: `burst` at once, then one per `refillMs`. */
+export class TokenBucket {
+  readonly #burst: number;
+  readonly #refillMs: number;
+  readonly #clock: Clock;
+  #tokens: number;
+  #at: number;
+
+  constructor(opts: { burst: number; refillMs: number; clock?: Clock }) {
+    this.#burst = opts.burst;
+    this.#refillMs = opts.refillMs;
+    this.#clock = opts.clock ?? realClock;
+    this.#tokens = opts.burst;
+    this.#at = this.#clock.now();
+  }
+
+  /** Takes a token: 0 when one was taken, else how many ms until one is there (nothing taken). */
+  take(): number {
+    const now = this.#clock.now();
+    this.#tokens = Math.min(this.#burst, this.#tokens + (now - this.#at) / this.#refillMs);
+    this.#at = now;
+    if (this.#tokens >= 1) {
+      this.#tokens--;
+      return 0;
+    }
+    return Math.ceil((1 - this.#tokens) * this.#refillMs);
+  }
+}

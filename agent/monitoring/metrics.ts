@@ -79,6 +79,26 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly annotationWrites = new Counter({
+    name: 'ownerrefs_annotation_writes_total',
+    help: 'PATCHes of pod annotations that the KEP syntax reads, by result: ok, conflict (the pod changed since: retried), notfound, forbidden, invalid (refused by RBAC or the agent\'s ValidatingAdmissionPolicy), error.',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly annotationPods = new Gauge({
+    name: 'ownerrefs_annotation_pods',
+    help: 'Pods on this node whose spec reads an ownerrefs.dev annotation, which the agent keeps current.',
+    registers: [this.registry],
+  });
+
+  readonly annotationLatency = new Histogram({
+    name: 'ownerrefs_annotation_propagation_seconds',
+    help: 'Time from receiving a pod event that changes what its annotations should say to the PATCH that sets them being answered.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
   readonly podsTracked = new Gauge({
     name: 'ownerrefs_pods_tracked',
     help: 'Pods on this node that opted in.',

@@ -16,13 +16,19 @@ import type { InvolvedObject } from '../kube/events.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
 import type { DirWatcher } from '../volume/dirwatch.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
+import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
+import { annotationRead } from '../../projections/annotations.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import { joinUnder } from '../volume/dirfd.ts';
 
+/** What the annotation keeper reads of a container: its env entries' fieldRefs. */
+interface EnvView { name?: string; resources?: unknown; env?: readonly { valueFrom?: { fieldRef?: { fieldPath?: string } | null } | null }[] | null }
+
 /** The parts of a pod object the agent reads. */
 export type PodView = PodMeta & PodVolumesView & DownwardPod & {
-  metadata?: { name?: string; namespace?: string; uid?: string } | undefined;
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; deletionTimestamp?: string } | undefined;
+  spec?: { nodeName?: string; containers?: readonly EnvView[] | null; initContainers?: readonly EnvView[] | null; ephemeralContainers?: readonly EnvView[] | null } | undefined;
+  status?: { phase?: string } | undefined;
 };
 
 type ContainerResources = NonNullable<NonNullable<DownwardPod['spec']>['containers']>[number]['resources'];
@@ -292,27 +298,37 @@ function fingerprintOf(files: readonly ProjectedFile[]): string {
 }
 
 /**
- * The parts of a pod upsert reads; the watch object itself (status and all) is not kept.
- * Labels, annotations and container resources only when a volume's items may read them.
- * Upserting the view is upserting the pod: a revisit upserts it again, and a streamed
- * first list holds only views until it is complete.
+ * The parts of a pod the agent reads; the watch object itself (status and all) is not kept.
+ * For the files: labels, annotations and container resources only when a volume's items may
+ * read them. For the annotation keeper (annotationkeeper.ts): our own annotations, the env
+ * entries that read one of them, the resourceVersion, the phase and whether it is being
+ * deleted. Upserting the view is upserting the pod: a revisit upserts it again, and a
+ * streamed first list holds only views until it is complete.
  */
 export function slimView(pod: PodView): PodView {
   const a = pod.metadata?.annotations ?? {};
   const items = (pod.spec?.volumes ?? []).some((v) => v.csi?.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] !== undefined);
-  const keep = [ANNOTATION_VOLUME, ANNOTATION_MIRROR].filter((k) => a[k] !== undefined);
-  const resources = (cs: readonly { name?: string; resources?: unknown }[] | null | undefined) =>
-    cs?.map((c) => ({ name: c.name, resources: c.resources as ContainerResources }));
+  const keep = Object.keys(a).filter((k) => k === ANNOTATION_MIRROR || k.startsWith(OUR_PREFIX));
+  const containers = (cs: readonly (EnvView & { name?: string; resources?: unknown })[] | null | undefined, resources: boolean) => cs?.map((c) => {
+    const env = c.env?.filter((e) => annotationRead(e.valueFrom?.fieldRef?.fieldPath) !== undefined);
+    return { name: c.name, ...(resources ? { resources: c.resources as ContainerResources } : {}), ...(env?.length ? { env } : {}) };
+  });
   return {
     metadata: {
-      name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid,
+      name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid, resourceVersion: pod.metadata?.resourceVersion,
+      ...(pod.metadata?.deletionTimestamp ? { deletionTimestamp: pod.metadata.deletionTimestamp } : {}),
       annotations: items ? pod.metadata?.annotations : Object.fromEntries(keep.map((k) => [k, a[k]!])),
       ...(items ? { labels: pod.metadata?.labels } : {}),
       ownerReferences: pod.metadata?.ownerReferences,
     },
     spec: {
       volumes: pod.spec?.volumes,
-      ...(items ? { containers: resources(pod.spec?.containers), initContainers: resources(pod.spec?.initContainers) } : {}),
+      containers: containers(pod.spec?.containers, items), initContainers: containers(pod.spec?.initContainers, items),
+      ephemeralContainers: containers(pod.spec?.ephemeralContainers, false),
     },
+    ...(pod.status?.phase ? { status: { phase: pod.status.phase } } : {}),
   };
 }
+
+/** Annotations of ours: the opt-in, and those the kubelet renders for the KEP's syntax. */
+const OUR_PREFIX = 'ownerrefs.dev/';

@@ -1,15 +1,18 @@
 // Where each kind keeps its pod spec, and the whole mutation of one object: the pod
-// spec's rewrite (podspec.ts) lifted to the object's JSON Patch, or a denial.
+// spec's rewrite (podspec.ts) lifted to the object's JSON Patch, the annotations a Pod's
+// spec reads, or a denial.
 //
-//   Pod                                    spec                      literal env
+//   Pod                                    spec
 //   Deployment ReplicaSet StatefulSet
-//   DaemonSet Job ReplicationController    spec.template.spec        annotation-backed env
+//   DaemonSet Job ReplicationController    spec.template.spec
 //   CronJob                                spec.jobTemplate.spec.template.spec
 //   PodTemplate                            template.spec
 
+import { ANNOTATIONS, annotationsRead, annotationValue, type AnnotationKey } from '../../projections/annotations.ts';
+import type { ControllerChain } from '../../projections/chain.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
-import { mentionsOwnerReferences, rewriteSpec, type PatchOp, type RewriteContext } from './podspec.ts';
+import { pointer, rewriteSpec, usesKepSyntax, type PatchOp, type RewriteContext } from './podspec.ts';
 
 /** Kind -> path of its pod spec. */
 export const POD_SPEC_PATHS: Readonly<Record<string, readonly string[]>> = {
@@ -46,49 +49,90 @@ function denial(kind: string, name: string, refusals: string[]): string {
 /** Longest denial message: five refusals with their quoted (80-character) names fit. */
 const MAX_MESSAGE = 4096;
 
-/**
- * Most bytes a rewrite may add. Each KEP env entry of a Pod gets the whole owners list as a
- * literal, so owners × entries could make a patch far larger than any object Kubernetes
- * stores (1.5 MiB in etcd): refused instead of built.
- */
-export const MAX_PATCH_BYTES = 512 * 1024;
+/** The API server's bound on all of an object's annotations together (keys and values). */
+export const MAX_ANNOTATION_BYTES = 256 * 1024;
 
-/** The patch's size, counted op by op, stopping as soon as it passes the limit. */
-function overLimit(ops: readonly { value?: unknown }[]): number | undefined {
-  let bytes = 0;
-  for (const op of ops) {
-    bytes += Buffer.byteLength(JSON.stringify(op.value ?? null));
-    if (bytes > MAX_PATCH_BYTES) return bytes;
-  }
-  return undefined;
+/** What admission knows of the pod's controller chain (see chainAtAdmission). */
+export type ChainSource = (namespace: string, owners: readonly OwnerReference[]) => ControllerChain;
+
+/**
+ * Until the chain is read at admission, it says what it knows: the pod's own controller,
+ * and that the agent on the pod's node reads the rest (Pending).
+ */
+export const chainAtAdmission: ChainSource = (_namespace, owners) => {
+  const controller = owners.find((o) => o.controller === true);
+  return controller
+    ? { items: [controller], end: { reason: 'Pending', message: `the agent on the pod's node reads ${controller.kind} ${controller.name} (node label ownerrefs.dev/follow-owners)` } }
+    : { items: [], end: { reason: 'NoController', message: 'the pod has no controlling owner' } };
+};
+
+export interface MutateOptions extends Pick<RewriteContext, 'ephemeralOnly'> {
+  chain?: ChainSource;
 }
 
-/** What the webhook makes of one object of `kind` (the kind of the request, not of the JSON). */
-export function mutate(kind: string, obj: unknown, opts: Pick<RewriteContext, 'ephemeralOnly'> = {}): Mutation {
+/**
+ * What the webhook makes of one object of `kind` (the kind of the request, not of the JSON):
+ * the KEP syntax pointed at our annotations in its pod spec, and, for a Pod being created,
+ * each of our annotations its spec reads set to its value (overwriting what the author wrote).
+ */
+export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mutation {
   const path = Object.hasOwn(POD_SPEC_PATHS, kind) ? POD_SPEC_PATHS[kind] : undefined; // never Object.prototype's keys
   if (!path) return { allowed: true, patch: [], changed: [], warnings: [] };
   const spec = dig(obj, path);
-  const template = kind !== 'Pod';
-  if (!mentionsOwnerReferences(spec, !template)) return { allowed: true, patch: [], changed: [], warnings: [] };
-  const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; ownerReferences?: unknown } | undefined;
+  const pod = kind === 'Pod';
+  const reads = pod && !opts.ephemeralOnly ? annotationsRead(spec) : [];
+  if (!usesKepSyntax(spec) && reads.length === 0) return { allowed: true, patch: [], changed: [], warnings: [] };
+  const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; namespace?: unknown; ownerReferences?: unknown; annotations?: unknown } | undefined;
   const name = objectName(meta);
-  const { owners, refusals } = template ? { owners: [], refusals: [] } : ownersOf(meta?.ownerReferences);
+  const { owners, refusals } = pod ? ownersOf(meta?.ownerReferences) : { owners: [], refusals: [] };
   if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
-  const r = rewriteSpec(spec, { template, owners, at: path.join('.'), ...(opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {}) });
-  if (r.refusals.length > 0) return { allowed: false, message: denial(kind, name, r.refusals) };
-  const bytes = overLimit(r.ops);
-  if (bytes !== undefined) {
-    const env = r.ops.filter((op) => op.path.includes('/env/')).length;
-    const why = env > 0
-      ? `each of its ${env} env entries with fieldRef metadata.ownerReferences gets all ${owners.length} owners as its value: use fewer such entries, or a volume`
-      : 'its volumes\' items are that large: use fewer or shorter items';
-    return { allowed: false, message: denial(kind, name, [`the rewrite would add more than ${bytes} bytes to the object, over the webhook's limit of ${MAX_PATCH_BYTES} (${why})`]) };
-  }
+  const r = rewriteSpec(spec, opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {});
   const prefix = '/' + path.join('/');
-  const warnings = owners.filter((o) => o.controller === true).length > 1
-    ? ['the pod lists more than one owner with controller: true; the API server refuses that for any pod']
-    : [];
-  return { allowed: true, patch: r.ops.map((op) => ({ ...op, path: prefix + op.path })), changed: r.changed, warnings };
+  const patch = r.ops.map((op) => ({ ...op, path: prefix + op.path }));
+  const warnings = [...r.warnings];
+  if (owners.filter((o) => o.controller === true).length > 1) warnings.push('the pod lists more than one owner with controller: true; the API server refuses that for any pod');
+  if (reads.length > 0) {
+    const values = admissionValues(reads, owners, typeof meta?.namespace === 'string' ? meta.namespace : '', opts.chain ?? chainAtAdmission);
+    const existing = isRecord(meta?.annotations) ? meta.annotations : undefined;
+    const bytes = annotationBytes({ ...existing, ...Object.fromEntries(values) });
+    if (bytes > MAX_ANNOTATION_BYTES) {
+      return { allowed: false, message: denial(kind, name, [`the annotations would come to ${bytes} bytes with ${[...values.keys()].join(', ')}, over the ${MAX_ANNOTATION_BYTES} bytes the API server allows: the pod has too many owners, or other annotations too large, for its spec to read them this way`]) };
+    }
+    patch.push(...annotationOps(meta, existing, values));
+  }
+  return { allowed: true, patch, changed: [...r.changed, ...reads.map((k) => `annotation ${k}`)], warnings };
+}
+
+/** The values admission sets: those it can know (the Node's cannot be, before the pod is bound). */
+function admissionValues(reads: AnnotationKey[], owners: readonly OwnerReference[], namespace: string, chain: ChainSource): Map<AnnotationKey, string> {
+  let walked: ControllerChain | undefined;
+  const out = new Map<AnnotationKey, string>();
+  for (const key of reads) {
+    if (key === ANNOTATIONS.chain || key === ANNOTATIONS.workload) walked ??= chain(namespace, owners);
+    const v = annotationValue(key, owners, { chain: walked });
+    if (v) out.set(key, v.value);
+  }
+  return out;
+}
+
+function annotationOps(meta: object | undefined, existing: Record<string, unknown> | undefined, values: Map<AnnotationKey, string>): PatchOp[] {
+  if (values.size === 0) return [];
+  const all = Object.fromEntries(values);
+  if (meta === undefined) return [{ op: 'add', path: '/metadata', value: { annotations: all } }];
+  if (existing === undefined) return [{ op: 'add', path: '/metadata/annotations', value: all }];
+  // "add" of an object member replaces it when present: an author's own value is overwritten.
+  return [...values].map(([k, v]) => ({ op: 'add', path: pointer('metadata', 'annotations', k), value: v }));
+}
+
+/** How the API server counts annotations toward their bound: every key and value, in bytes. */
+function annotationBytes(a: Record<string, unknown>): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(a)) n += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
+  return n;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**
@@ -101,7 +145,7 @@ function objectName(meta: { name?: unknown; generateName?: unknown } | undefined
 }
 
 /**
- * A Pod's owners for its env literal. From the API server they are always well typed; an
+ * A Pod's owners for its annotation. From the API server they are always well typed; an
  * offline manifest (`inject`) may hold anything, and each entry that Kubernetes would not
  * decode is refused by its field, never rendered as an owner of empty strings.
  */

@@ -1,13 +1,14 @@
 // The MutatingWebhookConfiguration, built here so that the manifest in the repository,
 // the tests and the code agree on one object (a test compares deploy/webhook.yaml with it).
 //
-// matchConditions make the API server call the webhook only for objects that use the
-// KEP syntax (or, for Pods, a template's encoding of it): every other pod is admitted
-// without waiting on the webhook, and without it when it is down. For the objects that
-// match, failurePolicy is Fail: without the rewrite the API server refuses them anyway.
+// matchConditions make the API server call the webhook only for objects that use the KEP
+// syntax, and for Pods whose spec reads one of our annotations (a workload's pods, once the
+// webhook rewrote its template): every other pod is admitted without waiting on the webhook,
+// and without it when it is down. For the objects that match, failurePolicy is Fail: without
+// the rewrite the API server refuses the KEP syntax, and a pod admitted without its annotation
+// would start with an empty value.
 
-import { AGENT_FIELDS, OWNER_REFERENCES_FIELD } from '../../projections/downwardapi.ts';
-import { TEMPLATE_ENV_FIELD } from './podspec.ts';
+import { ANNOTATION_KEYS, annotationField, REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 
 export const CONFIG_NAME = 'ownerrefs.dev';
 export const WEBHOOK_NAMESPACE = 'ownerrefs-system';
@@ -15,25 +16,28 @@ export const TIMEOUT_SECONDS = 5;
 
 const q = (s: string) => `'${s.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 
-/** CEL: does the pod spec at `s` use the KEP syntax (or the template encoding, when `templateEnv`)? */
-export function specUses(s: string, templateEnv: boolean): string {
-  const fields = templateEnv ? `[${q(OWNER_REFERENCES_FIELD)}, ${q(TEMPLATE_ENV_FIELD)}]` : `[${q(OWNER_REFERENCES_FIELD)}]`;
+/** CEL: does the pod spec at `s` have a fieldRef with one of `paths`, in env or a downwardAPI or projected volume item? */
+export function specUses(s: string, paths: readonly string[]): string {
+  const fields = `[${paths.map(q).join(', ')}]`;
   const env = (list: string) =>
     `(has(${s}.${list}) && ${s}.${list}.exists(c, has(c.env) && c.env.exists(e, has(e.valueFrom) && has(e.valueFrom.fieldRef) && e.valueFrom.fieldRef.fieldPath in ${fields})))`;
-  const volumeFields = `[${AGENT_FIELDS.map(q).join(', ')}]`;
-  const items = (src: string) => `has(${src}.items) && ${src}.items.exists(i, has(i.fieldRef) && i.fieldRef.fieldPath in ${volumeFields})`;
+  const items = (src: string) => `has(${src}.items) && ${src}.items.exists(i, has(i.fieldRef) && i.fieldRef.fieldPath in ${fields})`;
   const volumes = `(has(${s}.volumes) && ${s}.volumes.exists(v, (has(v.downwardAPI) && ${items('v.downwardAPI')}) || ` +
     `(has(v.projected) && has(v.projected.sources) && v.projected.sources.exists(p, has(p.downwardAPI) && ${items('p.downwardAPI')}))))`;
   return [env('containers'), env('initContainers'), env('ephemeralContainers'), volumes].join(' || ');
 }
 
+/** Field paths only the rewrite makes valid; and those, plus the annotations they become, for Pods. */
+const KEP_PATHS = Object.keys(REWRITTEN_FIELDS);
+const POD_PATHS = [...KEP_PATHS, ...ANNOTATION_KEYS.map(annotationField)];
+
 /** The expression for each webhook of the configuration. */
 export const MATCH = {
-  pods: `has(object.spec) && (${specUses('object.spec', true)})`,
-  templates: `has(object.spec) && has(object.spec.template) && has(object.spec.template.spec) && (${specUses('object.spec.template.spec', false)})`,
+  pods: `has(object.spec) && (${specUses('object.spec', POD_PATHS)})`,
+  templates: `has(object.spec) && has(object.spec.template) && has(object.spec.template.spec) && (${specUses('object.spec.template.spec', KEP_PATHS)})`,
   cronjobs: `has(object.spec) && has(object.spec.jobTemplate) && has(object.spec.jobTemplate.spec) && has(object.spec.jobTemplate.spec.template) && ` +
-    `has(object.spec.jobTemplate.spec.template.spec) && (${specUses('object.spec.jobTemplate.spec.template.spec', false)})`,
-  podtemplates: `has(object.template) && has(object.template.spec) && (${specUses('object.template.spec', false)})`,
+    `has(object.spec.jobTemplate.spec.template.spec) && (${specUses('object.spec.jobTemplate.spec.template.spec', KEP_PATHS)})`,
+  podtemplates: `has(object.template) && has(object.template.spec) && (${specUses('object.template.spec', KEP_PATHS)})`,
 } as const;
 
 export type ClientConfig = { service: { name: string; namespace: string; path: string; port: number }; caBundle?: string } | { url: string; caBundle?: string };

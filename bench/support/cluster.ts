@@ -52,7 +52,7 @@ export async function startBenchCluster(nodeName: string, workDir: string): Prom
       const cm = await api.json<{ metadata: { uid: string } }>('POST', `/api/v1/namespaces/${NS}/configmaps`, { metadata: { name } });
       return { name, uid: cm.metadata.uid };
     })) as [Owner, Owner];
-    const agentKc = await agentKubeconfig(kc, workDir);
+    const agentKc = await agentKubeconfig(kc, workDir, { nodeName });
     await createAgentFlowSchema(kc);
     const version = await api.json<{ gitVersion: string }>('GET', '/version');
     const etcdVersion = execFileSync(path.join(binDir, 'etcd'), ['--version']).toString().match(/etcd Version: (\S+)/)?.[1] ?? '?';

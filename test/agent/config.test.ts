@@ -47,7 +47,7 @@ describe('run flags', () => {
     expect(parseRunConfig(base, {})).toEqual({
       nodeName: 'n1', kubeconfig: undefined, kubeletRoot: '/var/lib/kubelet', healthHost: '0.0.0.0', healthPort: 8080,
       logLevel: 'info', resyncMs: 60_000, maxBytes: 262_144, stallMs: 90_000, readyDownMs: 60_000, concurrency: 4,
-      csiSocket: undefined, registrationDir: '/var/lib/kubelet/plugins_registry', followKinds: [], ownerRefreshMs: 600_000,
+      csiSocket: undefined, registrationDir: '/var/lib/kubelet/plugins_registry', followKinds: [], ownerRefreshMs: 600_000, annotationQps: 20,
     });
   });
 

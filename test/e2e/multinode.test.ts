@@ -35,9 +35,8 @@ describe('three hollow nodes, one agent each', () => {
     const bin = await nodeBinaries();
     for (let i = 0; i < NODES; i++) nodes.push(await startHollowNode({ cp, name: `hollow-${i}`, binDir: bin }));
     await core.createNamespace({ body: { metadata: { name: ns } } });
-    const agentKc = await agentKubeconfig(kc, cp.workDir);
     for (const n of nodes) {
-      const a = await startAgentProcess({ kubeconfig: agentKc, nodeName: n.name, kubeletRoot: n.kubeletRoot });
+      const a = await startAgentProcess({ kubeconfig: await agentKubeconfig(kc, n.kubeletRoot, { nodeName: n.name }), nodeName: n.name, kubeletRoot: n.kubeletRoot });
       agents.push(a);
     }
     await wait(async () => (await Promise.all(agents.map(async (a) => (await a.get('/readyz')).status))).every((s) => s === 200), 'every agent ready');

@@ -48,7 +48,7 @@ describe('mirror-pod annotations crafted to leave the pods directory', () => {
     mkdirSync(path.join(root, 'pods'), { recursive: true });
     mkdirSync(path.join(base, 'outside'));
     writeFileSync(path.join(base, 'outside', 'secret'), 'host data', { mode: 0o600 });
-    agent = await startAgentProcess({ kubeconfig: await agentKubeconfig(kc, base), nodeName: node, kubeletRoot: root });
+    agent = await startAgentProcess({ kubeconfig: await agentKubeconfig(kc, base, { nodeName: node }), nodeName: node, kubeletRoot: root });
     await waitFor(async () => (await agent.get('/readyz')).status === 200, { describe: 'second agent ready', diagnostics });
   });
 

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { CHART, daemonsetYaml, followOwnersYaml, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
+import { agentPolicyTemplate, CHART, daemonsetYaml, followOwnersYaml, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
 import { MATRIX } from '../support/chart.ts';
 import { NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 
@@ -24,10 +24,11 @@ describe('the chart', () => {
     expect(r.status, r.stdout + r.stderr).toBe(0);
   });
 
-  it('renders daemonset.yaml, rbac-follow-owners.yaml and its webhook template exactly (node scripts/gen-manifests.ts)', () => {
+  it('renders daemonset.yaml, rbac-follow-owners.yaml and its webhook and agent-policy templates exactly (npm run gen:manifests)', () => {
     expect(read('daemonset.yaml')).toBe(daemonsetYaml(helm));
     expect(read('rbac-follow-owners.yaml')).toBe(followOwnersYaml(helm));
     expect(read('charts/ownerrefs-agent/templates/webhook.yaml')).toBe(webhookTemplate());
+    expect(read('charts/ownerrefs-agent/templates/agent-policy.yaml')).toBe(agentPolicyTemplate());
   });
 
   it('renders webhook.yaml\'s objects when the webhook is on', () => {
@@ -96,10 +97,25 @@ describe('the chart', () => {
     expect(missing).toEqual([]);
   });
 
-  it('refuses the webhook without CSI mode, saying why', () => {
-    const r = spawnSync(helm, ['template', 'x', CHART, '--set', 'webhook.enabled=true', '--set', 'csi.enabled=false'], { encoding: 'utf8' });
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toMatch(/webhook\.enabled needs csi\.enabled: the webhook turns KEP-4753 volumes into ownerrefs\.dev CSI volumes/);
+  it('installs the webhook without CSI mode (the kubelet renders the KEP syntax from annotations)', () => {
+    const objs = objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', '--set', 'csi.enabled=false']));
+    expect(objs.some((o) => o.kind === 'MutatingWebhookConfiguration')).toBe(true);
+    expect(objs.some((o) => o.kind === 'CSIDriver')).toBe(false);
+  });
+
+  it('runs the agent on every Linux node by default, tolerating every taint, and on a label when one is named', () => {
+    const ds = (...args: string[]) => objects(helmTemplate(helm, args)).find((o) => o.kind === 'DaemonSet')!.spec.template.spec;
+    expect(ds().nodeSelector).toEqual({ 'kubernetes.io/os': 'linux' });
+    expect(ds().tolerations).toEqual([{ operator: 'Exists' }]);
+    expect(ds('--set', 'nodeSelectorLabel=ownerrefs.dev/agent').nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', 'ownerrefs.dev/agent': 'true' });
+  });
+
+  it('ships the agent\'s ValidatingAdmissionPolicy and binding for the release\'s namespace, and patch on pods in its role', () => {
+    const objs = objects(helmTemplate(helm, ['--set', 'namespace.name=infra']));
+    const policy = objs.find((o) => o.kind === 'ValidatingAdmissionPolicy')!;
+    expect(policy.spec.matchConditions[0].expression).toBe("request.userInfo.username == 'system:serviceaccount:infra:ownerrefs-agent'");
+    expect(objs.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding')!.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
+    expect(objs.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'ownerrefs-agent')!.rules).toContainEqual({ apiGroups: [''], resources: ['pods'], verbs: ['patch'] });
   });
 
   it('gives the webhook a PodDisruptionBudget only with more than one replica, and carries its priority class and the log level', () => {

@@ -71,7 +71,7 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
     e.kubeletRoot = mkdtempSync(path.join(os.tmpdir(), 'kubelet-'));
     e.kubelet = await startKubeletEmulator({ kc: e.kc, nodeName: e.nodeName, kubeletRoot: e.kubeletRoot });
     if (opts.proxy) e.proxy = await startFaultProxy(Number(new URL(e.kc.getCurrentCluster()!.server).port));
-    agentKc = await agentKubeconfig(e.kc, e.kubeletRoot, e.proxy ? `https://${e.proxy.address}` : undefined);
+    agentKc = await agentKubeconfig(e.kc, e.kubeletRoot, { nodeName: e.nodeName, server: e.proxy ? `https://${e.proxy.address}` : undefined });
     e.restartAgent = async () => {
       e.agent = await startAgentProcess({ kubeconfig: agentKc, nodeName: e.nodeName, kubeletRoot: e.kubeletRoot, args: opts.agentArgs ?? [] });
       await waitFor(async () => (await e.agent.get('/readyz')).status === 200, { describe: 'agent ready', diagnostics: e.diagnostics, logsDir: logsDir() });

@@ -19,7 +19,7 @@ import { podExec } from '../../localcluster/exec.ts';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { startHollowNode } from '../../localcluster/node/hollow.ts';
-import { missingForRealNode, nodeBinaries, startRealNode, type RealNode } from '../../localcluster/node/realnode.ts';
+import { missingForRealNode, nodeBinaries, nodeImages, startRealNode, type RealNode } from '../../localcluster/node/realnode.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 
 export { IMAGES } from '../../localcluster/node/realnode.ts';
@@ -63,14 +63,14 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
     e.kc.loadFromFile(e.cp.kubeconfigPath);
     e.core = e.kc.makeApiClient(CoreV1Api);
     e.apps = e.kc.makeApiClient(AppsV1Api);
-    e.node = CONTAINERS ? await startRealNode({ cp: e.cp, name: `${prefix}-node`, binDir: await nodeBinaries() }) : await hollowAsNode(e.cp, `${prefix}-node`);
+    e.node = CONTAINERS ? await startRealNode({ cp: e.cp, name: `${prefix}-node`, binDir: await nodeBinaries(), imagesDir: await nodeImages() }) : await hollowAsNode(e.cp, `${prefix}-node`);
     // The CSIDriver too (the kubelet looks it up on every publish); not the DaemonSet.
     await apply(e.kc, manifestObjects().filter((o) => o.kind === 'CSIDriver'));
     await e.kc.makeApiClient(StorageV1Api).readCSIDriver({ name: 'ownerrefs.dev' });
     e.ns = `${prefix}-test`;
     await e.core.createNamespace({ body: { metadata: { name: e.ns } } });
     await e.waitFor(() => e.core.readNamespacedServiceAccount({ name: 'default', namespace: e.ns }), 'the default ServiceAccount');
-    const agentKc = await agentKubeconfig(e.kc, e.node.workDir);
+    const agentKc = await agentKubeconfig(e.kc, e.node.workDir, { nodeName: e.node.name });
     e.restartAgent = async () => {
       e.agent = await startAgentProcess({ kubeconfig: agentKc, nodeName: e.node.name, kubeletRoot: e.node.kubeletRoot, args: opts.agentArgs?.(e.node) ?? [] });
       await e.waitFor(async () => (await e.agent.get('/readyz')).status === 200, 'agent ready');

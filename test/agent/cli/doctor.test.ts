@@ -11,13 +11,15 @@ const dir = { isDirectory: () => true, isSocket: () => false } as Stats;
 const sock = { isDirectory: () => false, isSocket: () => true } as Stats;
 const file = { isDirectory: () => false, isSocket: () => false } as Stats;
 const MOUNT = (opts: string) => `2345 2300 259:1 /var/lib/kubelet/pods /var/lib/kubelet/pods rw,relatime ${opts} - ext4 /dev/root rw`;
-const NEEDED = new Set(['list pods', 'watch pods', 'get nodes', 'list nodes', 'watch nodes', 'create events']);
+const NEEDED = new Set(['list pods', 'watch pods', 'patch pods', 'get nodes', 'list nodes', 'watch nodes', 'create events']);
 
 interface World {
   paths: Record<string, Stats>;
   mountinfo: string;
   allowed: Set<string>;
   api: Record<string, unknown | ApiError>;
+  /** The node the credentials' token names (SelfSubjectReview), if any. */
+  tokenNode: string | undefined;
 }
 
 function healthy(): World {
@@ -25,6 +27,7 @@ function healthy(): World {
     paths: { '/var/lib/kubelet/pods': dir, [CFG.csiSocket!]: sock, '/var/lib/kubelet/plugins_registry/ownerrefs.dev-reg.sock': sock },
     mountinfo: MOUNT('shared:1 master:1'),
     allowed: new Set(NEEDED),
+    tokenNode: 'n1',
     api: {
       '/version': { gitVersion: 'v1.36.3' },
       '/apis/storage.k8s.io/v1/csinodes/n1': { spec: { drivers: [{ name: 'ownerrefs.dev', nodeID: 'n1' }] } },
@@ -41,6 +44,9 @@ function envOf(w: World): DoctorEnv {
     mountinfo: async () => w.mountinfo,
     api: {
       async json<T>(method: string, p: string, body?: unknown): Promise<T> {
+        if (method === 'POST' && p.endsWith('/selfsubjectreviews')) {
+          return { status: { userInfo: { username: 'system:serviceaccount:ownerrefs-system:ownerrefs-agent', extra: w.tokenNode ? { 'authentication.kubernetes.io/node-name': [w.tokenNode] } : {} } } } as T;
+        }
         if (method === 'POST') {
           const a = (body as { spec: { resourceAttributes: { verb: string; resource: string } } }).spec.resourceAttributes;
           return { status: { allowed: w.allowed.has(`${a.verb} ${a.resource}`) } } as T;
@@ -61,7 +67,7 @@ describe('doctor', () => {
     const f = await runChecks(CFG, envOf(healthy()));
     expect(f.map((x) => `${x.verdict} ${x.check}`)).toEqual([
       'OK kubelet root', 'OK mount propagation', 'OK CSI socket', 'OK CSI registration socket', 'OK CSI driver registered with the kubelet',
-      'OK CSIDriver object', 'OK API server', 'OK RBAC', 'OK Node']);
+      'OK CSIDriver object', 'OK API server', 'OK RBAC', 'OK token', 'OK Node']);
     expect(formatFindings(f)).toMatch(/^OK   kubelet root: \/var\/lib\/kubelet\/pods exists \(2 pod directories\)$/m);
   });
 
@@ -81,6 +87,9 @@ describe('doctor', () => {
     { name: 'no right to read CSINodes', change: (w) => { w.api['/apis/storage.k8s.io/v1/csinodes/n1'] = new ApiError(403, 'Forbidden', 'forbidden'); }, check: 'CSI driver registered with the kubelet', verdict: 'SKIP', says: /not allowed to look/ },
     { name: 'RBAC without watch pods', change: (w) => w.allowed.delete('watch pods'), check: 'RBAC', verdict: 'FAIL', says: /may not watch pods: re-apply/ },
     { name: 'RBAC wider than needed', change: (w) => w.allowed.add('get secrets'), check: 'RBAC', verdict: 'WARN', says: /may also get secrets/ },
+    { name: 'credentials that name no node (a token not bound to the agent\'s pod)', change: (w) => { w.tokenNode = undefined; }, check: 'token', verdict: 'FAIL', says: /name no node, so the agent's policy refuses every annotation write/ },
+    { name: 'credentials of another node\'s agent', change: (w) => { w.tokenNode = 'n2'; }, check: 'token', verdict: 'FAIL', says: /name node n2, not n1/ },
+    { name: 'RBAC that may replace whole pods', change: (w) => w.allowed.add('update pods'), check: 'RBAC', verdict: 'WARN', says: /may also update pods/ },
     { name: 'a node name that is not a Node', change: (w) => delete w.api['/api/v1/nodes/n1'], check: 'Node', verdict: 'FAIL', says: /Node n1 does not exist: --node-name/ },
     { name: 'a node label that does not parse', change: (w) => { w.api['/api/v1/nodes/n1'] = { metadata: { labels: { 'ownerrefs.dev/env-file': 'maybe' } } }; }, check: 'Node', verdict: 'FAIL', says: /use "true" or "false"/ },
   ];

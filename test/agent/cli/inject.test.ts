@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { buildOracle, goYamlToJson } from '../../support/gooracle.ts';
-import { kepSpec, workload } from '../../support/podspecs.ts';
+import { kepPod, kepSpec, workload } from '../../support/podspecs.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..', '..');
 const MAIN = path.join(ROOT, 'agent', 'main.ts');
@@ -21,12 +21,12 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 const docs = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS() as Obj);
 
 describe('ownerrefs-agent inject', () => {
-  it("rewrites the KEP's volume example into the CSI volume the agent serves", async () => {
+  it("points the KEP's volume example at the owners annotation, and sets it as the webhook would", async () => {
     const r = await cli(['-f', path.join(EXAMPLES, 'volume-pod.yaml')]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
     const [pod] = docs(r.stdout);
-    expect(pod!.spec.volumes[0]).toEqual({ name: 'podinfo', csi: { driver: 'ownerrefs.dev', readOnly: true, volumeAttributes: {
-      downwardAPI: '{"items":[{"path":"ownerReferences","fieldRef":{"fieldPath":"metadata.ownerReferences"}}]}' } } });
+    expect(pod!.spec.volumes[0]).toEqual({ name: 'podinfo', downwardAPI: { items: [{ path: 'ownerReferences', fieldRef: { fieldPath: "metadata.annotations['ownerrefs.dev/owner-references']" } }] } });
+    expect(JSON.parse(pod!.metadata.annotations['ownerrefs.dev/owner-references'])).toMatchObject({ kind: 'OwnerReference', apiVersion: 'meta/v1', items: [{ kind: 'DaemonSet' }] });
     expect(pod!.spec.containers[0].args[0]).toMatch(/cat \/etc\/podinfo\/ownerReferences/); // the rest as written
   });
 
@@ -58,15 +58,15 @@ describe('ownerrefs-agent inject', () => {
   it('answers JSON with JSON, a List item by item', async () => {
     const r = await cli([], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [workload('CronJob', kepSpec())] }));
     const out = JSON.parse(r.stdout) as Obj;
-    expect(out.items[0].spec.jobTemplate.spec.template.spec.volumes[1].csi.driver).toBe('ownerrefs.dev');
+    expect(out.items[0].spec.jobTemplate.spec.template.spec.volumes[1].downwardAPI.items[0].fieldRef.fieldPath).toBe("metadata.annotations['ownerrefs.dev/owner-references']");
   });
 
   it('exits 3 with the admission message where the webhook would deny, printing nothing', async () => {
-    const spec = { containers: [{ name: 'app' }], volumes: [{ name: 'v', projected: { sources: [{ configMap: { name: 'c' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }] };
-    const r = await cli(['-f', '-'], JSON.stringify(workload('Deployment', spec)));
+    const many = Array.from({ length: 2_000 }, (_, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', name: `o-${String(i).padStart(120, '0')}`, uid: `u-${i}` }));
+    const r = await cli(['-f', '-'], JSON.stringify({ ...kepPod(), metadata: { name: 'kep', namespace: 'default', ownerReferences: many } }));
     expect(r.code).toBe(3);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^document 1 \(Deployment default\/kep-deployment\): denied: ownerrefs.dev cannot serve metadata.ownerReferences for Deployment kep-deployment: spec.template.spec.volumes\[0\].projected: a projected volume that mixes metadata.ownerReferences with configMap/);
+    expect(r.stderr).toMatch(/^document 1 \(Pod default\/kep\): denied: ownerrefs.dev cannot serve metadata.ownerReferences for Pod kep: the annotations would come to \d+ bytes/);
   });
 
   it("warns about the KEP's two controllers, which the API server refuses", async () => {
@@ -82,7 +82,7 @@ describe('ownerrefs-agent inject', () => {
     const pod = { kind: 'Pod', metadata: { name: 'p\n\x1b[31mX' }, spec: kepSpec() };
     const r = await cli([], JSON.stringify(pod));
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe('document 1 (Pod "p\\n\\u001b[31mX"): warning: the manifest lists no ownerReferences, so its env gets "items":[]; pods made by controllers carry theirs\n');
+    expect(r.stderr).toBe('document 1 (Pod "p\\n\\u001b[31mX"): warning: the manifest lists no ownerReferences, so its owners annotation says "items":[]; pods made by controllers carry theirs\n');
   });
 
   it('refuses owners Kubernetes would not decode, exit 3, instead of failing on them', async () => {

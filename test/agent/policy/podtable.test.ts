@@ -1,3 +1,4 @@
+import { annotationsRead } from '../../../projections/annotations.ts';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
 import { admit } from '../../../agent/policy/admission.ts';
@@ -104,6 +105,17 @@ describe('slimView (what the table keeps of a pod, and what a streamed first lis
     { name: 'a mirror pod of a static pod', pod: full({ annotations: { 'kubernetes.io/config.mirror': 'abc123' } }) },
     { name: 'a pod that did not opt in', pod: full({ optIn: false }) },
   ];
+
+  it('keeps what the annotation keeper reads: our annotations, the env and volume items that read them, the resourceVersion', () => {
+    const reads = { name: 'O', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['ownerrefs.dev/owner-references']" } } };
+    const p = full({ optIn: false, annotations: { 'ownerrefs.dev/owner-references': 'v', 'other.io/x': 'y' } }) as unknown as { spec: { containers: { env: unknown[] }[] } };
+    p.spec.containers[0]!.env.push(reads);
+    const slim = slimView(p as unknown as PodView);
+    expect(annotationsRead(slim.spec)).toEqual(['ownerrefs.dev/owner-references']);
+    expect(slim.spec!.containers![0]!.env).toEqual([reads]); // not the plain value beside it
+    expect(slim.metadata).toMatchObject({ resourceVersion: '77', annotations: { 'ownerrefs.dev/owner-references': 'v' } });
+    expect(slim.metadata!.annotations).not.toHaveProperty('other.io/x');
+  });
   const every = { ...DEFAULT_SETTINGS, envFile: true, dependentsFile: true, nodeFile: true, followOwners: true };
   const options = {
     kubeletRoot: '/var/lib/kubelet', settings: every, maxBytes: 1 << 20, csiDriver: DRIVER, allocatable: { cpu: '4', memory: '8Gi' },
@@ -114,7 +126,7 @@ describe('slimView (what the table keeps of a pod, and what a streamed first lis
     const slim = slimView(p);
     expect(admit(slim, options)).toEqual(admit(p, options));
     expect(slimView(slim)).toEqual(slim); // a held view upserted again is kept as it is
-    expect(slim).not.toHaveProperty('status');
+    expect(slim.status).toEqual({ phase: 'Running' }); // the phase alone (the annotation keeper skips finished pods)
     expect(slim.metadata).not.toHaveProperty('managedFields');
     expect(JSON.stringify(slim)).not.toContain('busybox'); // containers: their names and resources at most
   });

@@ -158,7 +158,7 @@ describe('Reconciler', () => {
     expect(k.events.sent).toEqual([{
       obj: expect.objectContaining({ kind: 'Pod', name: 'bad', namespace: 'default' }),
       reason: 'OwnerRefsProjectionFailed',
-      message: expect.stringMatching(/VolumeNotDeclared: volume "nosuch": .*add an emptyDir volume "nosuch"/),
+      message: 'VolumeNotDeclared: volume "nosuch": ownerrefs.dev/volume names it, but the pod has no volume of that name; add an emptyDir volume of that name to spec.volumes',
     }]);
     const warnings = k.lines.filter((l) => l.level === 40);
     expect(warnings).toEqual([expect.objectContaining({ pod: 'default/bad', volume: 'nosuch', reason: 'VolumeNotDeclared' })]);

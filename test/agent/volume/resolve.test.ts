@@ -83,7 +83,7 @@ describe('resolveVolumes', () => {
     const { volumes, errors } = resolveVolumes(pod({ annotation: 'podinfo,missing' }), ROOT);
     expect(volumes.map((v) => v.name)).toEqual(['podinfo']);
     expect(errors.map((e) => [e.reason, e.context.volume])).toEqual([['VolumeNotDeclared', 'missing']]);
-    expect(errors[0]!.message).toMatch(/add an emptyDir volume "missing"/);
+    expect(errors[0]!).toMatchObject({ context: { volume: 'missing' }, message: expect.stringMatching(/names it, but the pod has no volume of that name; add an emptyDir volume of that name/) });
   });
 
   it('never yields a path outside <root>/pods/<uid>/volumes/kubernetes.io~empty-dir', () => {

@@ -36,22 +36,21 @@ describe('admit', () => {
     const r = responseFor('u-1', admit(parseReview(review(req()))));
     expect(r).toMatchObject({ uid: 'u-1', allowed: true, patchType: 'JSONPatch' });
     const ops = JSON.parse(Buffer.from(r.patch!, 'base64').toString('utf8')) as { path: string }[];
-    expect(ops.map((o) => o.path)).toEqual(['/spec/volumes/1', '/spec/containers/0/env/1']);
+    expect(ops.map((o) => o.path)).toEqual(['/spec/containers/0/env/1/valueFrom/fieldRef/fieldPath', '/spec/volumes/1/downwardAPI/items/0/fieldRef/fieldPath', '/metadata/annotations']);
   });
 
-  it('mutates an ephemeral-containers UPDATE (the subresource sends the Pod)', () => {
+  it('mutates an ephemeral-containers UPDATE (the subresource sends the Pod), leaving the annotation to the agent (the subresource changes nothing else)', () => {
     const pod = kepPod({ containers: [{ name: 'app' }], ephemeralContainers: [{ name: 'dbg', env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } }] }] } as never);
     const m = admit(parseReview(review(req({ operation: 'UPDATE', subResource: 'ephemeralcontainers', object: pod }))));
-    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/0/env/0']);
+    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/0/env/0/valueFrom/fieldRef/fieldPath']);
   });
 
   it('touches only the ephemeral containers in that UPDATE, which may change nothing else (a stored pod left in KEP syntax)', () => {
     const kep = { name: 'O', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } };
-    const pod = kepPod({ containers: [{ name: 'app', env: [kep] }], volumes: [{ name: 'v', projected: { sources: [{ secret: { name: 's' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }],
+    const pod = kepPod({ containers: [{ name: 'app', env: [kep] }], volumes: [{ name: 'v', downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }],
       ephemeralContainers: [{ name: 'dbg', env: [kep] }] } as never);
     const m = admit(parseReview(review(req({ operation: 'UPDATE', subResource: 'ephemeralcontainers', object: pod }))));
-    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/0/env/0']);
-    expect(admit(parseReview(review(req({ operation: 'UPDATE', object: pod })))).allowed).toBe(false); // the pod itself: refused as before
+    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/0/env/0/valueFrom/fieldRef/fieldPath']);
   });
 
   it('leaves the ephemeral containers the pod already has as they are (the API server forbids changing them), rewriting the one added', () => {
@@ -59,12 +58,12 @@ describe('admit', () => {
     const before = kepPod({ containers: [{ name: 'app' }], ephemeralContainers: [{ name: 'old', env: [kep] }] } as never);
     const after = kepPod({ containers: [{ name: 'app' }], ephemeralContainers: [{ name: 'old', env: [kep] }, { name: 'new', env: [kep] }] } as never);
     const m = admit(parseReview(review(req({ operation: 'UPDATE', subResource: 'ephemeralcontainers', object: after, oldObject: before }))));
-    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/1/env/0']);
+    expect(m.allowed && m.patch.map((p) => p.path)).toEqual(['/spec/ephemeralContainers/1/env/0/valueFrom/fieldRef/fieldPath']);
   });
 
   it('denies with the reason, as a 422 the API server shows', () => {
-    const pod = kepPod({ containers: [{ name: 'app' }], volumes: [{ name: 'v', projected: { sources: [{ secret: { name: 's' } }, { downwardAPI: { items: [{ path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }] } as never);
-    expect(responseFor('u-1', admit(parseReview(review(req({ object: pod })))))).toMatchObject({ allowed: false, status: { code: 422, message: expect.stringMatching(/secret/) } });
+    const pod = kepPod(undefined, [{ apiVersion: 'v1', kind: 'X', name: 'n' } as never]);
+    expect(responseFor('u-1', admit(parseReview(review(req({ object: pod })))))).toMatchObject({ allowed: false, status: { code: 422, message: expect.stringMatching(/ownerReferences\[0\]\.uid: missing/) } });
   });
 
   it('refuses a CREATE or UPDATE of a served kind without its object as malformed', () => {
@@ -86,7 +85,7 @@ describe('admit', () => {
     const groups: Record<string, string> = { Deployment: 'apps', CronJob: 'batch', ReplicationController: '', PodTemplate: '' };
     for (const [kind, group] of Object.entries(groups)) {
       const m = admit(parseReview(review(req({ kind: { group, version: 'v1', kind }, object: workload(kind, kepSpec()) }))));
-      expect(m.allowed && m.patch.length).toBe(2);
+      expect(m.allowed && m.patch.length).toBe(2); // the env and the volume item
     }
   });
 });

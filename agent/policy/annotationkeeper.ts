@@ -1,0 +1,194 @@
+// AnnotationKeeper: keeps the ownerrefs.dev annotations that a pod's spec reads (the KEP's
+// syntax, rewritten by the webhook: projections/annotations.ts) equal to what the agent
+// computes from the pod as watched. The kubelet renders them into the pod's volumes and
+// env. The webhook sets them at admission, so a pod costs no request here until its owners
+// change (or, for the Node's annotation, until it is bound).
+//
+//   1. A pod event: which of our annotations its spec reads (none: forgotten, nothing else
+//      to do), and the changes they need (annotationChanges: against the values the event
+//      carries, so the echo of the agent's own write needs none). A pod being deleted, or
+//      finished, needs none: the kubelet renders nothing for it any more.
+//   2. A pod with changes is queued (one run per pod at a time). A run takes a token from the
+//      node's write budget (--annotation-qps), else waits for one.
+//   3. One merge PATCH of the changed annotations alone, with the pod's uid and the
+//      resourceVersion of the view they were computed from as preconditions: a value is never
+//      computed from one version and written over a newer one.
+//   4. 409 (the pod changed since) and failures: retried with backoff, from the newest view
+//      (a newer event usually comes first and runs it at once). 404: the pod is gone. 403 and
+//      422 (RBAC or the agent's ValidatingAdmissionPolicy refused it) also give a Warning Event
+//      on the pod and a log line. A value in place is never removed or blanked here.
+
+import type { Logger } from 'pino';
+import { ANNOTATIONS, annotationChanges, annotationsRead, type AnnotationKey } from '../../projections/annotations.ts';
+import type { NodeRef } from '../../projections/chain.ts';
+import { realClock, type Clock } from '../common/clock.ts';
+import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS } from '../common/defaults.ts';
+import { TokenBucket } from '../common/ratelimit.ts';
+import { ApiError, type ApiClient } from '../kube/client.ts';
+import type { EventSink, InvolvedObject } from '../kube/events.ts';
+import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
+import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
+import type { ReflectorHandler } from '../kube/reflectorcontract.ts';
+import { F } from '../monitoring/logfields.ts';
+import type { AgentMetrics } from '../monitoring/metrics.ts';
+import { OwnerFollowing } from './following.ts';
+import type { PodView } from './podtable.ts';
+import { WorkQueue } from './queue.ts';
+
+export const REASON_ANNOTATION_FAILED = 'OwnerRefsAnnotationFailed';
+
+export interface AnnotationKeeperOptions {
+  client: Pick<ApiClient, 'json'>;
+  events: EventSink;
+  log: Logger;
+  metrics: Pick<AgentMetrics, 'annotationWrites' | 'annotationPods' | 'annotationLatency'>;
+  /** Owners' metadata, for nodes that follow owners (absent: the chain annotations are left as admission set them). */
+  owners?: Pick<OwnerMetadataCache, 'lookup'>;
+  clock?: Clock;
+  /** PATCHes per second on this node (the burst is ANNOTATION_BURST_FACTOR times this). */
+  qps?: number;
+}
+
+/** What the keeper holds of one pod that reads our annotations. */
+interface Kept {
+  ref: InvolvedObject;
+  view: PodView;
+  keys: readonly AnnotationKey[];
+  /** When the changes now pending were first seen (the latency metric starts here). */
+  since: number | undefined;
+}
+
+export class AnnotationKeeper implements ReflectorHandler<PodView> {
+  readonly #o: AnnotationKeeperOptions & { clock: Clock };
+  readonly #pods = new Map<string, Kept>();
+  readonly #queue: WorkQueue;
+  readonly #budget: TokenBucket;
+  readonly #following: OwnerFollowing;
+  #settings: NodeSettings = DEFAULT_SETTINGS;
+
+  constructor(opts: AnnotationKeeperOptions) {
+    this.#o = { clock: realClock, ...opts };
+    const qps = opts.qps ?? ANNOTATION_QPS;
+    this.#budget = new TokenBucket({ burst: Math.max(1, Math.round(qps * ANNOTATION_BURST_FACTOR)), refillMs: 1_000 / qps, clock: this.#o.clock });
+    this.#queue = new WorkQueue({ concurrency: ANNOTATION_CONCURRENCY, process: (uid) => this.#process(uid), clock: this.#o.clock });
+    this.#following = new OwnerFollowing(opts.owners);
+  }
+
+  replace(items: PodView[]): void {
+    const seen = new Set(items.map((p) => p.metadata?.uid));
+    for (const uid of [...this.#pods.keys()]) if (!seen.has(uid)) this.#forget(uid);
+    for (const pod of items) this.upsert(pod);
+  }
+
+  upsert(pod: PodView): void {
+    const uid = pod.metadata?.uid;
+    if (!uid) return;
+    const keys = annotationsRead(pod.spec);
+    if (keys.length === 0) return this.#forget(uid);
+    const had = this.#pods.get(uid);
+    const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
+    const kept: Kept = { ref, view: pod, keys, since: had?.since };
+    this.#pods.set(uid, kept);
+    if (!had) this.#o.metrics.annotationPods.set(this.#pods.size);
+    if (this.#changes(uid, kept).size === 0) {
+      kept.since = undefined;
+      this.#queue.forget(uid);
+      return;
+    }
+    kept.since ??= this.#o.clock.now();
+    this.#queue.add(uid);
+  }
+
+  remove(pod: PodView): void {
+    if (pod.metadata?.uid) this.#forget(pod.metadata.uid);
+  }
+
+  /** Node labels: pausing stops writes; following owners changes what the chain annotations say. */
+  setSettings(next: NodeSettings): void {
+    const prev = this.#settings;
+    this.#settings = next;
+    if (prev.paused !== next.paused || prev.followOwners !== next.followOwners) this.#revisitAll();
+  }
+
+  /** This node's name and UID: pods reading the Node's annotation are looked at again when they change. */
+  setNode(node: NodeRef | undefined): void {
+    if (this.#following.setNode(node)) this.#revisitAll();
+  }
+
+  /** An owner's metadata changed (or was first read): the pods whose chain passes through it. */
+  ownerChanged(ownerUid: string): void {
+    for (const uid of this.#following.dependentsOf(ownerUid)) {
+      const kept = this.#pods.get(uid);
+      if (kept) this.upsert(kept.view);
+    }
+  }
+
+  ownerInUse(ownerUid: string): boolean {
+    return this.#following.hasDependents(ownerUid);
+  }
+
+  /** Resolves when no PATCH is queued or running (delayed retries do not count). */
+  idle(): Promise<void> {
+    return this.#queue.idle();
+  }
+
+  /** In-flight PATCHes finish; nothing new starts. */
+  close(): Promise<void> {
+    return this.#queue.drain();
+  }
+
+  #revisitAll(): void {
+    for (const kept of [...this.#pods.values()]) this.upsert(kept.view);
+  }
+
+  #forget(uid: string): void {
+    if (!this.#pods.delete(uid)) return;
+    this.#following.forget(uid);
+    this.#queue.forget(uid);
+    this.#o.metrics.annotationPods.set(this.#pods.size);
+  }
+
+  /** Step 1: what the pod's annotations need, from its newest view. */
+  #changes(uid: string, kept: Kept): Map<AnnotationKey, string> {
+    const pod = kept.view;
+    if (this.#settings.paused || pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return new Map();
+    const owners = pod.metadata?.ownerReferences ?? [];
+    // The chain is walked only for pods that read it, and only on nodes that follow owners.
+    const readsChain = kept.keys.some((k) => k === ANNOTATIONS.chain || k === ANNOTATIONS.workload);
+    if (!readsChain) this.#following.forget(uid);
+    const ctx = readsChain ? this.#following.contextFor(uid, pod.metadata?.namespace ?? '', owners, this.#settings) : { node: this.#following.node };
+    return annotationChanges(kept.keys, owners, ctx, pod.metadata?.annotations);
+  }
+
+  /** Steps 2-4. */
+  async #process(uid: string): Promise<void> {
+    const kept = this.#pods.get(uid);
+    if (!kept) return;
+    const changes = this.#changes(uid, kept);
+    if (changes.size === 0) return void this.#queue.forget(uid);
+    const wait = this.#budget.take();
+    if (wait > 0) return void this.#queue.addAfter(uid, wait);
+    const meta = kept.view.metadata!;
+    const body = { metadata: { uid, resourceVersion: meta.resourceVersion, annotations: Object.fromEntries(changes) } };
+    const path = `/api/v1/namespaces/${encodeURIComponent(meta.namespace ?? '')}/pods/${encodeURIComponent(meta.name ?? '')}`;
+    try {
+      await this.#o.client.json('PATCH', path, body, 'application/merge-patch+json');
+      this.#o.metrics.annotationWrites.inc({ result: 'ok' });
+      if (kept.since !== undefined && this.#pods.get(uid) === kept) this.#o.metrics.annotationLatency.observe((this.#o.clock.now() - kept.since) / 1000);
+      this.#queue.forget(uid);
+    } catch (err) {
+      const status = err instanceof ApiError ? err.status : 0;
+      const result = status === 409 ? 'conflict' : status === 404 ? 'notfound' : status === 403 ? 'forbidden' : status === 422 ? 'invalid' : 'error';
+      this.#o.metrics.annotationWrites.inc({ result });
+      if (status === 404) return this.#forget(uid);
+      if (status === 403 || status === 422) {
+        const message = `could not set ${[...changes.keys()].join(', ')}: ${err instanceof Error ? err.message : String(err)}`;
+        this.#o.log.warn({ [F.pod]: `${meta.namespace}/${meta.name}`, [F.podUID]: uid, [F.reason]: REASON_ANNOTATION_FAILED, [F.err]: err }, message);
+        this.#o.events.warn(kept.ref, REASON_ANNOTATION_FAILED, message);
+      } else if (status !== 409) {
+        this.#o.log.debug({ [F.pod]: `${meta.namespace}/${meta.name}`, [F.err]: err }, 'annotation write failed; retrying');
+      }
+      this.#queue.retry(uid);
+    }
+  }
+}

@@ -1,0 +1,152 @@
+// The pod annotations the kubelet renders for KEP-4753's syntax: the admission webhook
+// points `fieldRef: metadata.ownerReferences` (and our extension field paths) at one of
+// these annotations, sets it when the pod is created, and the agent keeps it current. The
+// kubelet then renders volumes and env from the annotation as it renders any annotation
+// (`..data` swap, fsGroup, projected volumes, env at each container start). Pure: which
+// annotations a pod spec reads, and the value of each for a pod.
+//
+//   field path the author writes             annotation                                  value
+//   metadata.ownerReferences                 ownerrefs.dev/owner-references              the KEP document
+//   ownerrefs.dev/controllerChain            ownerrefs.dev/controller-chain              chain.ts's ControllerChain
+//   ownerrefs.dev/workloadOwnerReferences    ownerrefs.dev/workload-owner-references     the chain's top, ready to paste
+//   ownerrefs.dev/nodeOwnerReferences        ownerrefs.dev/node-owner-references         the pod's Node, ready to paste
+
+import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
+import { renderOwnerReferencesJson } from './ownerreferences.ts';
+import type { OwnerReference } from './types.ts';
+
+export const ANNOTATIONS = {
+  ownerReferences: 'ownerrefs.dev/owner-references',
+  chain: 'ownerrefs.dev/controller-chain',
+  workload: 'ownerrefs.dev/workload-owner-references',
+  node: 'ownerrefs.dev/node-owner-references',
+} as const;
+export type AnnotationName = keyof typeof ANNOTATIONS;
+export type AnnotationKey = (typeof ANNOTATIONS)[AnnotationName];
+export const ANNOTATION_KEYS: readonly AnnotationKey[] = Object.values(ANNOTATIONS);
+
+/** The field path that reads annotation `key` (what the API server accepts, in env and in volumes). */
+export function annotationField(key: string): string {
+  return `metadata.annotations['${key}']`;
+}
+
+/** Field paths the API server refuses, each with the annotation the webhook points it at. */
+export const REWRITTEN_FIELDS: Readonly<Record<string, AnnotationKey>> = {
+  'metadata.ownerReferences': ANNOTATIONS.ownerReferences,
+  'ownerrefs.dev/controllerChain': ANNOTATIONS.chain,
+  'ownerrefs.dev/workloadOwnerReferences': ANNOTATIONS.workload,
+  'ownerrefs.dev/nodeOwnerReferences': ANNOTATIONS.node,
+};
+
+/** Every field path that reads one of our annotations, with its key. */
+const READ_FIELDS: ReadonlyMap<string, AnnotationKey> = new Map(ANNOTATION_KEYS.map((k) => [annotationField(k), k]));
+
+/** The annotation a field path reads: ours (rewritten or as written), or undefined. */
+export function annotationRead(fieldPath: unknown): AnnotationKey | undefined {
+  if (typeof fieldPath !== 'string') return undefined;
+  return Object.hasOwn(REWRITTEN_FIELDS, fieldPath) ? REWRITTEN_FIELDS[fieldPath] : READ_FIELDS.get(fieldPath);
+}
+
+/** `metadata.annotations['ownerrefs.dev/...']` with a key that is none of ours (a typo, most likely), or undefined. */
+export function unknownAnnotationRead(fieldPath: unknown): string | undefined {
+  if (typeof fieldPath !== 'string') return undefined;
+  const m = /^metadata\.annotations\['(ownerrefs\.dev\/[^']*)'\]$/.exec(fieldPath);
+  return m && !READ_FIELDS.has(fieldPath) && m[1] !== 'ownerrefs.dev/volume' ? m[1] : undefined;
+}
+
+type Json = Record<string, unknown>;
+const isRecord = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/**
+ * Every fieldRef of a pod spec, with where it is: env of containers, init and ephemeral
+ * containers; downwardAPI volume items; projected volumes' downwardAPI items. The places
+ * the downward API can appear, in this order.
+ */
+export function* fieldRefs(spec: unknown): Generator<{ ref: Json; where: (string | number)[] }> {
+  if (!isRecord(spec)) return;
+  for (const kind of ['containers', 'initContainers', 'ephemeralContainers']) {
+    for (const [ci, c] of list(spec[kind]).entries()) {
+      if (!isRecord(c)) continue;
+      for (const [ei, e] of list(c.env).entries()) {
+        if (isRecord(e) && isRecord(e.valueFrom) && isRecord(e.valueFrom.fieldRef)) yield { ref: e.valueFrom.fieldRef, where: [kind, ci, 'env', ei, 'valueFrom', 'fieldRef'] };
+      }
+    }
+  }
+  for (const [vi, v] of list(spec.volumes).entries()) {
+    if (!isRecord(v)) continue;
+    if (isRecord(v.downwardAPI)) {
+      for (const [ii, item] of list(v.downwardAPI.items).entries()) {
+        if (isRecord(item) && isRecord(item.fieldRef)) yield { ref: item.fieldRef, where: ['volumes', vi, 'downwardAPI', 'items', ii, 'fieldRef'] };
+      }
+    }
+    if (isRecord(v.projected)) {
+      for (const [si, src] of list(v.projected.sources).entries()) {
+        if (!isRecord(src) || !isRecord(src.downwardAPI)) continue;
+        for (const [ii, item] of list(src.downwardAPI.items).entries()) {
+          if (isRecord(item) && isRecord(item.fieldRef)) yield { ref: item.fieldRef, where: ['volumes', vi, 'projected', 'sources', si, 'downwardAPI', 'items', ii, 'fieldRef'] };
+        }
+      }
+    }
+  }
+}
+
+/** The annotations of ours a pod spec reads, in ANNOTATION_KEYS order. */
+export function annotationsRead(spec: unknown): AnnotationKey[] {
+  const read = new Set<AnnotationKey>();
+  for (const { ref } of fieldRefs(spec)) {
+    const key = annotationRead(ref.fieldPath);
+    if (key) read.add(key);
+  }
+  return ANNOTATION_KEYS.filter((k) => read.has(k));
+}
+
+/** What an annotation's value needs beyond the pod: its Node, its controller chain (either may be unknown). */
+export interface AnnotationContext {
+  node?: NodeRef | undefined;
+  /** Undefined: not walked here (a node that does not follow owners leaves the chain as admission set it). */
+  chain?: ControllerChain | undefined;
+}
+
+/**
+ * One annotation's value for the pod, or undefined when it cannot be known here (the Node
+ * before the pod is bound; the chain where no one walks it): a value in place then stays. An unsettled value (a chain whose next owner is still being
+ * read, or failing to be read) is written only where the pod has no value yet: a value in
+ * place stays, so an agent restart or an API server hiccup never blanks a known workload.
+ */
+export interface AnnotationValue {
+  value: string;
+  settled: boolean;
+}
+
+export function annotationValue(key: AnnotationKey, owners: readonly OwnerReference[], ctx: AnnotationContext): AnnotationValue | undefined {
+  switch (key) {
+    case ANNOTATIONS.ownerReferences:
+      return { value: renderOwnerReferencesJson(owners), settled: true };
+    case ANNOTATIONS.node:
+      return ctx.node ? { value: renderNodeOwnerJson(ctx.node), settled: true } : undefined;
+    case ANNOTATIONS.chain:
+    case ANNOTATIONS.workload: {
+      const chain = ctx.chain;
+      if (!chain) return undefined;
+      const settled = chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable';
+      return { value: key === ANNOTATIONS.chain ? renderChainJson(chain) : renderWorkloadJson(chain), settled };
+    }
+  }
+}
+
+/**
+ * The annotations to write: for each key the pod reads, its value where it differs from the
+ * one in place (`current`), except an unknown value, or an unsettled one over a value in place.
+ */
+export function annotationChanges(keys: readonly AnnotationKey[], owners: readonly OwnerReference[], ctx: AnnotationContext,
+  current: Readonly<Record<string, string>> | null | undefined): Map<AnnotationKey, string> {
+  const out = new Map<AnnotationKey, string>();
+  for (const key of keys) {
+    const want = annotationValue(key, owners, ctx);
+    const have = current?.[key];
+    if (!want || want.value === have || (!want.settled && have !== undefined)) continue;
+    out.set(key, want.value);
+  }
+  return out;
+}

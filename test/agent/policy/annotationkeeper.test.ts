@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { AnnotationKeeper, REASON_ANNOTATION_FAILED } from '../../../agent/policy/annotationkeeper.ts';
+import { ApiError } from '../../../agent/kube/client.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
+import type { PodView } from '../../../agent/policy/podtable.ts';
+import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
+import type { OwnerReference } from '../../../projections/types.ts';
+import { memoryLogger, RecordingEvents } from '../../support/agentkit.ts';
+import { FakeClock } from '../../support/clock.ts';
+import { KEP_OWNERS } from '../../support/fixtures.ts';
+
+const O = 'ownerrefs.dev/owner-references';
+const N = 'ownerrefs.dev/node-owner-references';
+const reads = (key: string) => ({ name: 'E', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${key}']` } } });
+
+interface Patch { path: string; body: { metadata: { uid: string; resourceVersion?: string; annotations: Record<string, string> } } }
+
+/** A keeper over a fake API: PATCHes are recorded and answered by `answer` (default 200). */
+function kit(opts: { qps?: number } = {}) {
+  const clock = new FakeClock();
+  const patches: Patch[] = [];
+  let answer: (p: Patch) => Promise<unknown> = async () => ({});
+  const events = new RecordingEvents();
+  const { log, lines } = memoryLogger();
+  const metrics = new AgentMetrics({ processMetrics: false });
+  const keeper = new AnnotationKeeper({
+    client: { json: async (_m: string, path: string, body?: unknown) => { const p = { path, body } as Patch; patches.push(p); return answer(p); } } as never,
+    events, log, metrics, clock, ...(opts.qps ? { qps: opts.qps } : {}),
+  });
+  keeper.setSettings(DEFAULT_SETTINGS);
+  const writes = async (result: string) => (await metrics.annotationWrites.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
+  return { clock, patches, events, lines, keeper, writes, answer: (fn: typeof answer) => { answer = fn; }, settle: () => keeper.idle() };
+}
+
+let rv = 100;
+function pod(over: { uid?: string; owners?: OwnerReference[]; annotations?: Record<string, string>; keys?: string[]; phase?: string; deleting?: boolean } = {}): PodView {
+  return {
+    metadata: { name: `p-${over.uid ?? 'u1'}`, namespace: 'ns', uid: over.uid ?? 'u1', resourceVersion: String(rv++), ownerReferences: over.owners ?? [KEP_OWNERS[0]!],
+      annotations: over.annotations ?? {}, ...(over.deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}) },
+    spec: { containers: [{ name: 'c', env: (over.keys ?? [O]).map(reads) }] },
+    ...(over.phase ? { status: { phase: over.phase } } : {}),
+  } as unknown as PodView;
+}
+const kepOf = (owners: OwnerReference[]) => renderOwnerReferencesJson(owners);
+
+describe('AnnotationKeeper', () => {
+  it('writes nothing for a pod whose annotation admission set right (no request per pod creation)', async () => {
+    const k = kit();
+    k.keeper.upsert(pod({ annotations: { [O]: kepOf([KEP_OWNERS[0]!]) } }));
+    await k.settle();
+    expect(k.patches).toEqual([]);
+  });
+
+  it('on an ownership change sends one merge PATCH of that annotation alone, with the uid and resourceVersion as preconditions, and ignores its echo', async () => {
+    const k = kit();
+    const orphaned = pod({ owners: [], annotations: { [O]: kepOf([KEP_OWNERS[0]!]), other: 'x' } });
+    k.keeper.upsert(orphaned);
+    await k.settle();
+    expect(k.patches).toEqual([{ path: '/api/v1/namespaces/ns/pods/p-u1',
+      body: { metadata: { uid: 'u1', resourceVersion: orphaned.metadata!.resourceVersion, annotations: { [O]: kepOf([]) } } } }]);
+    k.keeper.upsert(pod({ owners: [], annotations: { [O]: kepOf([]), other: 'x' } })); // the echo
+    await k.settle();
+    expect(k.patches).toHaveLength(1);
+    expect(await k.writes('ok')).toBe(1);
+  });
+
+  it('retries a conflict with backoff from the newest view, never the view it was computed from', async () => {
+    const k = kit();
+    k.answer(async () => { throw new ApiError(409, 'Conflict', 'the object has been modified'); });
+    k.keeper.upsert(pod({ owners: [] }));
+    await k.settle();
+    expect(await k.writes('conflict')).toBe(1);
+    k.answer(async () => ({}));
+    const newer = pod({ owners: [KEP_OWNERS[1]!] });
+    k.keeper.upsert(newer); // the newer event runs it at once
+    await k.settle();
+    expect(k.patches.at(-1)!.body.metadata).toEqual({ uid: 'u1', resourceVersion: newer.metadata!.resourceVersion, annotations: { [O]: kepOf([KEP_OWNERS[1]!]) } });
+    const before = k.patches.length;
+    k.clock.advance(120_000); // no retry left behind
+    await k.settle();
+    expect(k.patches).toHaveLength(before);
+  });
+
+  it('reports a refusal (the policy, RBAC) as a Warning Event and a log line, and retries with backoff', async () => {
+    const k = kit();
+    k.answer(async () => { throw new ApiError(403, 'Forbidden', 'API 403 Forbidden: the ownerrefs agent may change only pods bound to the node named in its own service account token'); });
+    k.keeper.upsert(pod({ owners: [] }));
+    await k.settle();
+    expect(k.events.sent).toEqual([{ obj: expect.objectContaining({ kind: 'Pod', name: 'p-u1', uid: 'u1' }), reason: REASON_ANNOTATION_FAILED,
+      message: expect.stringMatching(/^could not set ownerrefs.dev\/owner-references: API 403 Forbidden: the ownerrefs agent may change only pods bound to the node/) }]);
+    expect(k.lines.filter((l) => l.reason === REASON_ANNOTATION_FAILED)).toHaveLength(1);
+    k.clock.advance(1_000);
+    await k.settle();
+    expect(k.patches.length).toBe(2);
+    expect(await k.writes('forbidden')).toBe(2);
+  });
+
+  it('forgets a pod the API server no longer has (404), and one that stops reading our annotations', async () => {
+    const k = kit();
+    k.answer(async () => { throw new ApiError(404, 'NotFound', 'gone'); });
+    k.keeper.upsert(pod({ owners: [] }));
+    await k.settle();
+    k.clock.advance(120_000);
+    await k.settle();
+    expect(k.patches).toHaveLength(1);
+    k.answer(async () => ({}));
+    k.keeper.upsert(pod({ uid: 'u2', owners: [], keys: [] }));
+    await k.settle();
+    expect(k.patches).toHaveLength(1);
+  });
+
+  it('bounds its write rate per node: the burst at once, the rest one per 1/qps', async () => {
+    const k = kit({ qps: 2 }); // burst 10
+    for (let i = 0; i < 14; i++) k.keeper.upsert(pod({ uid: `u${i}`, owners: [] }));
+    await k.settle();
+    expect(k.patches).toHaveLength(10);
+    k.clock.advance(1_000);
+    await k.settle();
+    expect(k.patches).toHaveLength(12);
+    k.clock.advance(1_000);
+    await k.settle();
+    expect(k.patches).toHaveLength(14);
+  });
+
+  it('writes nothing while the node is paused, and catches up when it resumes', async () => {
+    const k = kit();
+    k.keeper.setSettings({ ...DEFAULT_SETTINGS, paused: true });
+    k.keeper.upsert(pod({ owners: [] }));
+    await k.settle();
+    expect(k.patches).toEqual([]);
+    k.keeper.setSettings(DEFAULT_SETTINGS);
+    await k.settle();
+    expect(k.patches).toHaveLength(1);
+  });
+
+  it.each([
+    { what: 'a pod being deleted', p: () => pod({ owners: [], deleting: true }) },
+    { what: 'a finished pod', p: () => pod({ owners: [], phase: 'Succeeded' }) },
+  ])('leaves $what alone (the kubelet renders nothing for it any more)', async ({ p }) => {
+    const k = kit();
+    k.keeper.upsert(p());
+    await k.settle();
+    expect(k.patches).toEqual([]);
+  });
+
+  it('sets the Node\'s annotation once the Node is known, and again when it changes', async () => {
+    const k = kit();
+    k.keeper.upsert(pod({ keys: [N] }));
+    await k.settle();
+    expect(k.patches).toEqual([]);
+    k.keeper.setNode({ name: 'n1', uid: 'node-1' });
+    await k.settle();
+    expect(k.patches.map((p) => p.body.metadata.annotations)).toEqual([{ [N]: '[{"apiVersion":"v1","kind":"Node","name":"n1","uid":"node-1"}]' }]);
+  });
+});
