@@ -11,6 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { agentPolicy } from '../agent/kube/agentpolicy.ts';
+import { forbidReadingPolicy } from '../agent/webhook/forbidpolicy.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 export const CHART = path.join(ROOT, 'charts', 'ownerrefs-agent');
@@ -112,9 +113,22 @@ ${docs.join('\n---\n')}
 `;
 }
 
+/** The chart's template of KEP-4753's mitigation (agent/webhook/forbidpolicy.ts), when forbidReading.enabled. */
+export function forbidPolicyTemplate(): string {
+  const LABEL = 'LABEL-PLACEHOLDER';
+  const docs = forbidReadingPolicy(LABEL).map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd())
+    .replaceAll(LABEL, '{{ .Values.forbidReading.namespaceLabel }}'));
+  return `{{- if .Values.forbidReading.enabled }}
+# Generated from agent/webhook/forbidpolicy.ts by scripts/gen-manifests.ts.
+${docs.join('\n---\n')}
+{{- end }}
+`;
+}
+
 if (import.meta.main) {
   writeFileSync(path.join(CHART, 'templates', 'webhook.yaml'), webhookTemplate());
   writeFileSync(path.join(CHART, 'templates', 'agent-policy.yaml'), agentPolicyTemplate());
+  writeFileSync(path.join(CHART, 'templates', 'forbid-policy.yaml'), forbidPolicyTemplate());
   const helm = helmBin();
   writeFileSync(path.join(ROOT, 'daemonset.yaml'), daemonsetYaml(helm));
   writeFileSync(path.join(ROOT, 'rbac-follow-owners.yaml'), followOwnersYaml(helm));

@@ -70,7 +70,8 @@ describe(CONTAINERS ? 'on a real node (kubelet, containerd, runc)' : 'on a hollo
     expect(out.out).toMatch(/^OK   CSI driver registered with the kubelet: CSINode \S+ lists ownerrefs.dev/m);
     expect(out.out).toMatch(/^OK   CSIDriver object: /m);
     expect(out.out).toMatch(/^WARN RBAC: the agent may also get secrets/m); // admin credentials: more than the agent's
-    expect(out.code).toBe(0);
+    expect(out.out).toMatch(/^FAIL token: the credentials name no node/m); // and no token bound to the agent's pod
+    expect(out.code).toBe(1);
   });
 
   it("a DaemonSet pod's container reads its owners, orphaned and adopted again", async () => {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the directory holding the real node's two OCI image archives, made here since no
 # registry can be reached:
-#   busybox.tar  localhost/ownerrefs/busybox:local  Debian's busybox-static and its applets
+#   busybox.tar  localhost/ownerrefs/busybox:local  Debian's busybox-static and its applets, and
+#                                                   ./watch-dir.c (an inotify watcher), built static
 #   pause.tar    localhost/ownerrefs/pause:local    ./pause.c, built static
 # Needs busybox (busybox-static) and gcc with libc6-dev; exits 1 saying so when they are
 # missing. Progress goes to stderr; stdout is the directory. Cached under a key of the inputs.
@@ -28,6 +29,7 @@ trap 'kill "$ticker" 2>/dev/null; rm -rf "$tmp" "$rootfs"' EXIT
 mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc"
 cp "$(command -v busybox)" "$rootfs/bin/busybox"
 for applet in $("$rootfs/bin/busybox" --list); do [[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"; done
+gcc -static -Os -o "$rootfs/bin/watch-dir" "$here/watch-dir.c"
 echo 'root:x:0:0:root:/:/bin/sh' > "$rootfs/etc/passwd"
 echo 'root:x:0:' > "$rootfs/etc/group"
 bash "$here/oci-archive.sh" "$tmp/busybox.tar" localhost/ownerrefs/busybox:local "$rootfs" '["/bin/sh"]'
