@@ -1,7 +1,8 @@
 // `npm run bench`: the agent against the real control plane at N pods per node.
 // Measures start-up, propagation latency (with a bare watch client as the floor),
 // unrelated churn, memory, CPU and API cost; writes bench/results/latest.json and a
-// chart. See docs/PERFORMANCE.md for the method and the results.
+// chart; then the webhook (bench/webhook.ts) and the KEP's syntax on the real kubelet
+// (bench/kubelet.ts). See docs/PERFORMANCE.md for the method and the results.
 //
 //   npm run bench                          N = 100, 500, 1000 (about 9 min on 2 cores)
 //   npm run bench:smoke                    N = 20, for CI (no timing is asserted anywhere)
@@ -22,7 +23,9 @@
 //        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras --pairs=K --node-cpu-shares=N
 //        --no-quiet-probe
 
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { missingForRealNode } from '../localcluster/node/realnode.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -335,6 +338,16 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const c of cleanups) await c().catch((err: unknown) => process.stderr.write(`cleanup: ${String(err)}\n`));
+  }
+  // --- The KEP's syntax on the real kubelet: owner changes through the annotation beside label
+  // changes of the same pods (bench/kubelet.ts, on a control plane and real node of its own).
+  if (flags.extras && !flags['agent-ref']) {
+    const missing = missingForRealNode();
+    if (missing.length > 0) say(`kubelet: SKIPPED, no real node here (this machine lacks ${missing.join(', ')})`);
+    else {
+      say('kubelet: owner changes through the annotation beside label changes, read inside the containers of a real node');
+      execFileSync(process.execPath, [path.join(ROOT, 'bench', 'kubelet.ts'), ...(flags['node-cpu-shares'] ? [`--node-cpu-shares=${flags['node-cpu-shares']}`] : [])], { stdio: 'inherit' });
+    }
   }
 }
 

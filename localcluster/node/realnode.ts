@@ -58,6 +58,8 @@ export interface RealNode {
   restartKubelet(): Promise<void>;
   /** Imports an OCI image archive into the node's containerd (the kubelet's image store); returns the names imported. */
   importImage?(archive: string): Promise<string>;
+  /** The kubelet's and containerd's process ids (a benchmark weights the node's side). */
+  pids?(): number[];
   stop(): Promise<void>;
 }
 
@@ -67,7 +69,7 @@ export interface RealNode {
  */
 export function missingForRealNode(): string[] {
   const missing: string[] = [];
-  if (process.env.OWNERREFS_REAL_NODE === 'off') missing.push('nothing (OWNERREFS_REAL_NODE=off)');
+  if (process.env.OWNERREFS_REAL_NODE === 'off') missing.push('permission to use one (OWNERREFS_REAL_NODE=off)');
   if (process.getuid?.() !== 0) missing.push('root');
   for (const bin of ['containerd', 'runc', 'ctr']) if (!onPath(bin)) missing.push(bin);
   // The node's two images are made here (./images/build.sh), from busybox-static and gcc.
@@ -132,6 +134,7 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
     await waitForReady(opts.cp, opts.name, () => kubelet!.exited, logsDir);
     return {
       name: opts.name, kubeletRoot, workDir, logsDir,
+      pids: () => [kubelet, containerd].flatMap((c) => (c && !c.exited ? [c.pid] : [])),
       async importImage(archive: string) {
         return (await ctr(sock, ['images', 'import', archive])) ?? '';
       },

@@ -1,9 +1,11 @@
-// watch-dir DIR: prints one line per entry created or moved into DIR, "<event> <name>", as
-// a Kubernetes volume reloader sees them (the kubelet publishes a downwardAPI volume's new
+// watch-dir DIR: prints one line per entry created or moved into DIR, "<ms> <event> <name>",
+// <ms> the CLOCK_MONOTONIC time it was read (the host's clock: the bench compares it with its
+// own), as a Kubernetes volume reloader sees them (the kubelet publishes a downwardAPI volume's new
 // contents by renaming ..data_tmp over ..data). In the test image, beside busybox, whose
 // Debian build lacks inotifyd.
 #include <stdio.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
@@ -20,9 +22,12 @@ int main(int argc, char **argv) {
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n <= 0) return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double ms = ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
     for (char *p = buf; p < buf + n;) {
       struct inotify_event *ev = (struct inotify_event *)p;
-      if (ev->len > 0) printf("%s %s\n", (ev->mask & IN_MOVED_TO) ? "moved_to" : "create", ev->name);
+      if (ev->len > 0) printf("%.3f %s %s\n", ms, (ev->mask & IN_MOVED_TO) ? "moved_to" : "create", ev->name);
       p += sizeof(struct inotify_event) + ev->len;
     }
     fflush(stdout);
