@@ -10,9 +10,14 @@
 //   ownerrefs.dev/controllerChain            ownerrefs.dev/controller-chain              chain.ts's ControllerChain
 //   ownerrefs.dev/workloadOwnerReferences    ownerrefs.dev/workload-owner-references     the chain's top, ready to paste
 //   ownerrefs.dev/nodeOwnerReferences        ownerrefs.dev/node-owner-references         the pod's Node, ready to paste
+//
+// and, read as written (`metadata.annotations['ownerrefs.dev/workload-name']`), the workload's
+// identity as plain values (workload.ts): workload-kind, -name, -uid (the top of the chain),
+// controller-kind, -name, -uid (the pod's own controller), and otel-resource-attributes.
 
 import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
+import { controllerOf, otelResourceAttributes, workloadOf } from './workload.ts';
 import type { OwnerReference } from './types.ts';
 
 export const ANNOTATIONS = {
@@ -20,10 +25,21 @@ export const ANNOTATIONS = {
   chain: 'ownerrefs.dev/controller-chain',
   workload: 'ownerrefs.dev/workload-owner-references',
   node: 'ownerrefs.dev/node-owner-references',
+  workloadKind: 'ownerrefs.dev/workload-kind',
+  workloadName: 'ownerrefs.dev/workload-name',
+  workloadUid: 'ownerrefs.dev/workload-uid',
+  controllerKind: 'ownerrefs.dev/controller-kind',
+  controllerName: 'ownerrefs.dev/controller-name',
+  controllerUid: 'ownerrefs.dev/controller-uid',
+  otel: 'ownerrefs.dev/otel-resource-attributes',
 } as const;
 export type AnnotationName = keyof typeof ANNOTATIONS;
 export type AnnotationKey = (typeof ANNOTATIONS)[AnnotationName];
 export const ANNOTATION_KEYS: readonly AnnotationKey[] = Object.values(ANNOTATIONS);
+
+/** The annotations whose value comes from the controller chain (walked: owners are read). */
+export const CHAIN_KEYS: ReadonlySet<AnnotationKey> = new Set([ANNOTATIONS.chain, ANNOTATIONS.workload, ANNOTATIONS.workloadKind, ANNOTATIONS.workloadName,
+  ANNOTATIONS.workloadUid, ANNOTATIONS.otel]);
 
 /** The field path that reads annotation `key` (what the API server accepts, in env and in volumes). */
 export function annotationField(key: string): string {
@@ -125,13 +141,28 @@ export function annotationValue(key: AnnotationKey, owners: readonly OwnerRefere
       return { value: renderOwnerReferencesJson(owners), settled: true };
     case ANNOTATIONS.node:
       return ctx.node ? { value: renderNodeOwnerJson(ctx.node), settled: true } : undefined;
-    case ANNOTATIONS.chain:
-    case ANNOTATIONS.workload: {
+    case ANNOTATIONS.controllerKind:
+      return { value: controllerOf(owners).kind, settled: true };
+    case ANNOTATIONS.controllerName:
+      return { value: controllerOf(owners).name, settled: true };
+    case ANNOTATIONS.controllerUid:
+      return { value: controllerOf(owners).uid, settled: true };
+    default: {
       const chain = ctx.chain;
       if (!chain) return undefined;
-      const settled = chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable';
-      return { value: key === ANNOTATIONS.chain ? renderChainJson(chain) : renderWorkloadJson(chain), settled };
+      return { value: chainValue(key, chain), settled: chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable' };
     }
+  }
+}
+
+function chainValue(key: AnnotationKey, chain: ControllerChain): string {
+  switch (key) {
+    case ANNOTATIONS.chain: return renderChainJson(chain);
+    case ANNOTATIONS.workload: return renderWorkloadJson(chain);
+    case ANNOTATIONS.workloadKind: return workloadOf(chain).kind;
+    case ANNOTATIONS.workloadName: return workloadOf(chain).name;
+    case ANNOTATIONS.workloadUid: return workloadOf(chain).uid;
+    default: return otelResourceAttributes(chain);
   }
 }
 

@@ -36,8 +36,9 @@ export function daemonsetYaml(helm: string): string {
 }
 
 export function followOwnersYaml(helm: string): string {
-  return `# Extra RBAC for following owners (controllerChain, workloadOwnerReferences): apply it
-# knowingly, then label the nodes that should follow:
+  return `# Extra RBAC for following owners, for the agent and the webhook: the workload's identity
+# that pods read (ownerrefs.dev/workload-name and the others), and the controllerChain and
+# workloadOwnerReferences files. Apply it knowingly; for the files, label the nodes that follow:
 #
 #   kubectl apply -f rbac-follow-owners.yaml
 #   kubectl label node NODE ownerrefs.dev/follow-owners=true

@@ -95,6 +95,8 @@ export interface OwnerMetadataOptions {
   inUse?(ownerUid: string): boolean;
   /** Jitter of the retries; default Math.random. */
   random?: () => number;
+  /** Owners held at most; past it, the least lately looked up is dropped (default: no bound, as on a node). */
+  maxEntries?: number;
 }
 
 export class OwnerMetadataCache {
@@ -135,10 +137,26 @@ export class OwnerMetadataCache {
     if (!e) {
       e = { key, namespace, ref, kind, answer: { state: 'pending' }, fetchedAt: 0, usedAt: now, inFlight: false };
       this.#entries.set(key, e);
+      this.#evict();
       this.#fetch(e);
+    } else if (this.#o.maxEntries !== undefined) {
+      // Map order is the eviction order: a lookup moves the entry to the end.
+      this.#entries.delete(key);
+      this.#entries.set(key, e);
     }
     e.usedAt = now;
     return e.answer;
+  }
+
+  /** Past maxEntries, the entries looked up least lately go. */
+  #evict(): void {
+    const max = this.#o.maxEntries;
+    if (max === undefined) return;
+    for (const [key, e] of this.#entries) {
+      if (this.#entries.size <= max) break;
+      e.retry?.cancel();
+      this.#entries.delete(key);
+    }
   }
 
   close(): void {

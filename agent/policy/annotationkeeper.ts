@@ -19,7 +19,7 @@
 //      on the pod and a log line. A value in place is never removed or blanked here.
 
 import type { Logger } from 'pino';
-import { ANNOTATIONS, annotationChanges, annotationsRead, type AnnotationKey } from '../../projections/annotations.ts';
+import { annotationChanges, annotationsRead, CHAIN_KEYS, type AnnotationKey } from '../../projections/annotations.ts';
 import type { NodeRef } from '../../projections/chain.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS } from '../common/defaults.ts';
@@ -42,7 +42,7 @@ export interface AnnotationKeeperOptions {
   events: EventSink;
   log: Logger;
   metrics: Pick<AgentMetrics, 'annotationWrites' | 'annotationPods' | 'annotationLatency'>;
-  /** Owners' metadata, for nodes that follow owners (absent: the chain annotations are left as admission set them). */
+  /** Owners' metadata, for the pods that read the chain (absent: the chain's annotations are left as admission set them). */
   owners?: Pick<OwnerMetadataCache, 'lookup'>;
   clock?: Clock;
   /** PATCHes per second on this node (the burst is ANNOTATION_BURST_FACTOR times this). */
@@ -103,11 +103,11 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     if (pod.metadata?.uid) this.#forget(pod.metadata.uid);
   }
 
-  /** Node labels: pausing stops writes; following owners changes what the chain annotations say. */
+  /** Node labels: pausing stops writes. */
   setSettings(next: NodeSettings): void {
     const prev = this.#settings;
     this.#settings = next;
-    if (prev.paused !== next.paused || prev.followOwners !== next.followOwners) this.#revisitAll();
+    if (prev.paused !== next.paused) this.#revisitAll();
   }
 
   /** This node's name and UID: pods reading the Node's annotation are looked at again when they change. */
@@ -153,10 +153,12 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     const pod = kept.view;
     if (this.#settings.paused || pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return new Map();
     const owners = pod.metadata?.ownerReferences ?? [];
-    // The chain is walked only for pods that read it, and only on nodes that follow owners.
-    const readsChain = kept.keys.some((k) => k === ANNOTATIONS.chain || k === ANNOTATIONS.workload);
+    // The chain is walked for pods that read it, on every node: the pod asked for it, and the
+    // webhook's value from admission is kept current only here. (The node label
+    // ownerrefs.dev/follow-owners is the files' opt-in, for every opted-in pod of the node.)
+    const readsChain = kept.keys.some((k) => CHAIN_KEYS.has(k));
     if (!readsChain) this.#following.forget(uid);
-    const ctx = readsChain ? this.#following.contextFor(uid, pod.metadata?.namespace ?? '', owners, this.#settings) : { node: this.#following.node };
+    const ctx = readsChain ? this.#following.contextFor(uid, pod.metadata?.namespace ?? '', owners, { ...this.#settings, followOwners: true }) : { node: this.#following.node };
     return annotationChanges(kept.keys, owners, ctx, pod.metadata?.annotations);
   }
 

@@ -12,6 +12,7 @@ import { startHealthServer } from '../monitoring/health.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { WebhookConfig } from './config.ts';
 import { SERVED_KINDS } from './review.ts';
+import { AdmissionChains } from './chains.ts';
 import { startWebhookServer, type TlsMaterial } from './server.ts';
 
 export interface RunningWebhook {
@@ -64,8 +65,25 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   }
   validity = setExpiry(tls, expiry);
 
+  // The chains of pods that read their workload: owners' metadata, read and cached (chains.ts).
+  const ownerReads = new Counter({ name: 'ownerrefs_webhook_owner_reads_total', help: 'Metadata reads of pods\' owners for the workload values set at admission, by kind and outcome (ok or the status code)', labelNames: ['kind', 'code'], registers: [registry] });
+  // Credentials that cannot be loaded cost only these values (Unavailable): TLS from files needs no API.
+  let ownerClient: Pick<KubeApiClient, 'json' | 'stream'>;
+  try {
+    ownerClient = new KubeApiClient(cfg.kubeconfig ? KubeCredentials.fromFile(cfg.kubeconfig) : KubeCredentials.inCluster());
+  } catch (err) {
+    log.warn({ [F.err]: String(err) }, 'no API credentials: pods that read their workload get "(unresolved: Unavailable)" at admission, until the agent fills it in');
+    ownerClient = { json: () => Promise.reject(err), stream: () => Promise.reject(err) };
+  }
+  const chains = new AdmissionChains({
+    client: ownerClient, log,
+    budgetMs: cfg.ownerBudgetMs, refreshMs: cfg.ownerRefreshMs, maxOwners: cfg.maxOwners, followKinds: cfg.followKinds,
+    observe: (kind, code) => ownerReads.inc({ kind, code }),
+  });
+  new Gauge({ name: 'ownerrefs_webhook_owners_cached', help: 'Owners whose metadata the webhook holds', registers: [registry], collect() { this.set(chains.owners); } });
+
   const server = await startWebhookServer({
-    host: cfg.listenHost, port: cfg.listenPort, tls, log,
+    host: cfg.listenHost, port: cfg.listenPort, tls, log, chains: (ns, owners) => chains.resolve(ns, owners),
     observe: (result, kind, s) => {
       reviews.inc({ result, kind });
       if (s !== undefined) seconds.observe(s);
@@ -119,6 +137,7 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
       if (timer) clearInterval(timer);
       await watcher?.close();
       await server.close();
+      chains.close();
       await new Promise<void>((r) => health.close(() => r()));
     },
   };

@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
 import { hostPort } from '../config.ts';
+import { parseFollowKinds, type FollowedKind } from '../kube/ownermeta.ts';
 
 export interface WebhookConfig {
   listenHost: string;
@@ -20,6 +21,11 @@ export interface WebhookConfig {
   configName: string;
   /** Extra names for the serving certificate (tests: 127.0.0.1). */
   extraSans: string[];
+  /** Pods that read the chain's values: how long an admission may wait for owner reads. */
+  ownerBudgetMs: number;
+  ownerRefreshMs: number;
+  maxOwners: number;
+  followKinds: FollowedKind[];
 }
 
 export const WEBHOOK_FLAGS = {
@@ -34,6 +40,10 @@ export const WEBHOOK_FLAGS = {
   secret: { env: 'OWNERREFS_WEBHOOK_SECRET', def: 'ownerrefs-webhook-tls', help: 'self-managed mode: the Secret holding the CA and serving pair' },
   'webhook-config': { env: 'OWNERREFS_WEBHOOK_CONFIG', def: 'ownerrefs.dev', help: 'self-managed mode: the MutatingWebhookConfiguration whose caBundle is kept current' },
   'extra-san': { env: 'OWNERREFS_WEBHOOK_EXTRA_SAN', def: '', help: 'comma-separated extra DNS names or IPs for the self-managed certificate' },
+  'owner-budget-ms': { env: 'OWNERREFS_OWNER_BUDGET_MS', def: '1000', help: 'a pod that reads its workload: the longest one admission waits for owner reads (then the values say Pending and the agent fills them in)' },
+  'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: '60', help: 'read an owner in use again after this long' },
+  'max-owners': { env: 'OWNERREFS_MAX_OWNERS', def: '20000', help: 'owners held in the cache at most (the least lately used goes first)' },
+  'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
 } as const;
 
 type FlagName = keyof typeof WEBHOOK_FLAGS;
@@ -55,7 +65,19 @@ export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): Webh
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(level)) {
     throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, fatal; got ${JSON.stringify(level)}`);
   }
+  const num = (k: FlagName, min: number): number => {
+    const n = Number(get(k));
+    if (!Number.isFinite(n) || n < min) throw new ConfigError(`--${k} must be a number >= ${min}, got ${JSON.stringify(get(k))}`);
+    return n;
+  };
+  let followKinds: FollowedKind[];
+  try {
+    followKinds = parseFollowKinds(get('follow-kinds'));
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   return {
+    ownerBudgetMs: num('owner-budget-ms', 0), ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000, maxOwners: Math.floor(num('max-owners', 1)), followKinds,
     listenHost, listenPort, healthHost, healthPort, certFile, keyFile, logLevel: level,
     kubeconfig: get('kubeconfig') || undefined,
     namespace: get('namespace'), service: get('service'), secret: get('secret'), configName: get('webhook-config'),

@@ -8,7 +8,7 @@
 //   CronJob                                spec.jobTemplate.spec.template.spec
 //   PodTemplate                            template.spec
 
-import { ANNOTATIONS, annotationsRead, annotationValue, type AnnotationKey } from '../../projections/annotations.ts';
+import { annotationsRead, annotationValue, CHAIN_KEYS, type AnnotationKey } from '../../projections/annotations.ts';
 import type { ControllerChain } from '../../projections/chain.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
@@ -108,7 +108,7 @@ function admissionValues(reads: AnnotationKey[], owners: readonly OwnerReference
   let walked: ControllerChain | undefined;
   const out = new Map<AnnotationKey, string>();
   for (const key of reads) {
-    if (key === ANNOTATIONS.chain || key === ANNOTATIONS.workload) walked ??= chain(namespace, owners);
+    if (CHAIN_KEYS.has(key)) walked ??= chain(namespace, owners);
     const v = annotationValue(key, owners, { chain: walked });
     if (v) out.set(key, v.value);
   }

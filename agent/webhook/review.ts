@@ -3,7 +3,9 @@
 // send anything. A review that is not one gets a clear refusal, never a crash.
 
 import { describe, displayName } from '../common/validation.ts';
-import type { Mutation } from './objects.ts';
+import { annotationsRead, CHAIN_KEYS } from '../../projections/annotations.ts';
+import type { OwnerReference } from '../../projections/types.ts';
+import type { Mutation, MutateOptions } from './objects.ts';
 import { mutate } from './objects.ts';
 
 export const API_VERSION = 'admission.k8s.io/v1';
@@ -130,7 +132,7 @@ export function isServed(kind: AdmissionRequest['kind']): boolean {
  * The mutation for one request: only CREATE and UPDATE of served kinds change anything. One
  * of those without an object is malformed (an API server always sends it): a ReviewError.
  */
-export function admit(req: AdmissionRequest): Mutation {
+export function admit(req: AdmissionRequest, opts: Pick<MutateOptions, 'chain'> = {}): Mutation {
   const served = isServed(req.kind);
   if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) {
     return { allowed: true, patch: [], changed: [], warnings: [] };
@@ -142,7 +144,19 @@ export function admit(req: AdmissionRequest): Mutation {
   if (req.kind.kind === 'Pod' && req.subResource === 'ephemeralcontainers') {
     return mutate(req.kind.kind, req.object, { ephemeralOnly: { existing: ephemeralNames(req.oldObject) } });
   }
-  return mutate(req.kind.kind, req.object);
+  return mutate(req.kind.kind, req.object, opts);
+}
+
+/**
+ * For a Pod being created whose spec reads a value of the controller chain: its namespace
+ * and owners, whose chain the webhook reads before admit() (the rest is admit's to check).
+ */
+export function chainNeeded(req: AdmissionRequest): { namespace: string; owners: OwnerReference[] } | undefined {
+  if (req.kind.group !== '' || req.kind.kind !== 'Pod' || req.operation !== 'CREATE' || req.subResource !== undefined || !isRecord(req.object)) return undefined;
+  if (!annotationsRead(req.object.spec).some((k) => CHAIN_KEYS.has(k))) return undefined;
+  const meta = isRecord(req.object.metadata) ? req.object.metadata : {};
+  const owners = Array.isArray(meta.ownerReferences) ? meta.ownerReferences.filter((o): o is OwnerReference => isRecord(o) && typeof o.uid === 'string' && typeof o.name === 'string') : [];
+  return { namespace: typeof meta.namespace === 'string' ? meta.namespace : req.namespace ?? '', owners };
 }
 
 /** The names of a pod's ephemeral containers (its old object: those the API server forbids changing). */

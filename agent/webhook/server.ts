@@ -20,7 +20,8 @@ import type { Logger } from 'pino';
 import { ByteBudget } from '../common/budget.ts';
 import { clip } from '../common/validation.ts';
 import { F } from '../monitoring/logfields.ts';
-import { admit, isServed, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
+import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
+import { admit, chainNeeded, isServed, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
 
 const { createServer } = process.getBuiltinModule('node:https');
 
@@ -52,8 +53,13 @@ export interface WebhookServer {
   close(): Promise<void>;
 }
 
+/** A pod's controller chain as far as it can be read within the admission's budget (chains.ts). */
+export type ChainResolver = (namespace: string, owners: readonly OwnerReference[]) => Promise<ControllerChain>;
+
 export function startWebhookServer(opts: {
   host: string; port: number; tls: TlsMaterial; log: Logger; observe?: WebhookObserver;
+  /** Reads a pod's owners for the chain's annotations; without it they say Pending at admission. */
+  chains?: ChainResolver;
   /** Defaults REQUEST_TIMEOUT_MS, HANDSHAKE_TIMEOUT_MS, IDLE_TIMEOUT_MS and MAX_BUFFERED_BYTES; tests shorten them. */
   requestTimeoutMs?: number;
   handshakeTimeoutMs?: number;
@@ -82,7 +88,7 @@ export function startWebhookServer(opts: {
     readBody(req, declared, budget).then((body) => {
       if (body === BUSY) return refuse(503, 'Busy', `request bodies being read hold ${budget.max} bytes already; retry`, 'error');
       if (body === undefined) return refuse(400, 'BadLength', 'the body is longer than its Content-Length', 'malformed');
-      handle(body, res, opts.log, done);
+      void handle(body, res, opts.log, done, opts.chains);
     }, () => res.destroy());
   });
   // A request that times out or does not parse: counted and logged like a malformed review,
@@ -129,7 +135,7 @@ type Result = 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error';
 /** Strings from the request in a log line are cut at this, so no request makes a line of megabytes. */
 const MAX_FIELD = 1024;
 
-function handle(body: string, res: ServerResponse, log: Logger, done: (result: Result, kind: string) => void): void {
+async function handle(body: string, res: ServerResponse, log: Logger, done: (result: Result, kind: string) => void, chains?: ChainResolver): Promise<void> {
   let req;
   let kind = '';
   let m;
@@ -137,7 +143,9 @@ function handle(body: string, res: ServerResponse, log: Logger, done: (result: R
     req = parseReview(body);
     // Only served kinds become a metric label: any string can arrive here.
     kind = isServed(req.kind) ? req.kind.kind : 'other';
-    m = admit(req);
+    const needed = chains ? chainNeeded(req) : undefined;
+    const chain = needed && chains ? await chains(needed.namespace, needed.owners) : undefined;
+    m = admit(req, chain ? { chain: () => chain } : {});
   } catch (err) {
     if (!(err instanceof ReviewError)) return failed(err, req?.uid, res, log, done, kind);
     log.warn({ [F.reason]: 'MalformedReview', [F.err]: clip(err.message, MAX_FIELD) }, 'malformed AdmissionReview');

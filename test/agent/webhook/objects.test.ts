@@ -115,3 +115,23 @@ describe.each(WORKLOAD_KINDS)('a %s in KEP-4753 syntax', (kind) => {
     expect(mutate(kind, once)).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
   });
 });
+
+describe('a Pod that reads its workload', () => {
+  const rs = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5d4f8c9b7', uid: 'rs-1', controller: true, blockOwnerDeletion: true };
+  const deploy = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd-1', controller: true, blockOwnerDeletion: true };
+  const reads = (...keys: string[]) => ({ containers: [{ name: 'app', env: keys.map((k, i) => ({ name: `E${i}`, valueFrom: { fieldRef: { fieldPath: `metadata.annotations['ownerrefs.dev/${k}']` } } })) }] });
+
+  it('gets the values its spec reads, from the chain read at admission, and no other', () => {
+    const m = mutate('Pod', kepPod(reads('workload-name', 'workload-kind', 'controller-name', 'otel-resource-attributes') as never, [rs]),
+      { chain: () => ({ items: [rs, deploy], end: { reason: 'Top', message: '' } }) });
+    expect(m.allowed && m.patch).toEqual([{ op: 'add', path: '/metadata/annotations', value: {
+      'ownerrefs.dev/workload-kind': 'Deployment', 'ownerrefs.dev/workload-name': 'web', 'ownerrefs.dev/controller-name': 'web-5d4f8c9b7',
+      'ownerrefs.dev/otel-resource-attributes': 'k8s.replicaset.name=web-5d4f8c9b7,k8s.replicaset.uid=rs-1,k8s.deployment.name=web,k8s.deployment.uid=d-1',
+    } }]);
+  });
+
+  it('says the chain is unresolved where it could not be read (without a reader: Pending), and still knows its own controller', () => {
+    const pod = mutated('Pod', kepPod(reads('workload-uid', 'controller-uid') as never, [rs]));
+    expect(pod.metadata.annotations).toEqual({ 'ownerrefs.dev/workload-uid': '(unresolved: Pending)', 'ownerrefs.dev/controller-uid': 'rs-1' });
+  });
+});
