@@ -34,10 +34,10 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** A kubeconfig holding a TokenRequest token for webhook.yaml's ServiceAccount. */
-async function webhookKubeconfig(admin: KubeConfig, dir: string): Promise<string> {
+/** A kubeconfig holding a TokenRequest token for webhook.yaml's ServiceAccount (reaching the API server at `server`, if given). */
+async function webhookKubeconfig(admin: KubeConfig, dir: string, server?: string): Promise<string> {
   await apply(admin, webhookManifest().filter((o) => ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!)));
-  return serviceAccountKubeconfig(admin, { namespace: WEBHOOK_NAMESPACE, name: 'ownerrefs-webhook' }, path.join(dir, 'webhook.kubeconfig'));
+  return serviceAccountKubeconfig(admin, { namespace: WEBHOOK_NAMESPACE, name: 'ownerrefs-webhook' }, path.join(dir, 'webhook.kubeconfig'), server);
 }
 
 export interface WebhookProcess {
@@ -64,8 +64,12 @@ export async function startWebhook(admin: KubeConfig, dir: string, opts: {
   main?: string;
   /** Node flags before the entry point (the image's: NODE_FLAGS). */
   nodeFlags?: readonly string[];
+  /** More flags of `webhook`. */
+  args?: readonly string[];
+  /** Where the webhook reaches the API server (a fault proxy), if not directly. */
+  apiServer?: string;
 } = {}): Promise<WebhookProcess> {
-  const kubeconfig = await webhookKubeconfig(admin, dir);
+  const kubeconfig = await webhookKubeconfig(admin, dir, opts.apiServer);
   const port = await freePort();
   const cfg = webhookConfiguration({ url: `https://127.0.0.1:${port}/mutate` });
   const reg = admin.makeApiClient(AdmissionregistrationV1Api);
@@ -73,7 +77,7 @@ export async function startWebhook(admin: KubeConfig, dir: string, opts: {
   await reg.createMutatingWebhookConfiguration({ body: cfg as never });
   const launch = async (): Promise<WebhookProcess> => {
     const child = spawn(process.execPath, [...opts.nodeFlags ?? [], opts.main ?? MAIN, 'webhook', `--kubeconfig=${kubeconfig}`, `--listen=127.0.0.1:${port}`, '--health-addr=127.0.0.1:0',
-      `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
+      `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug', ...opts.args ?? []], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
     running.add(child);
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
     let raw = '';
