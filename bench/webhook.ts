@@ -16,7 +16,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { AppsV1Api, CoreV1Api, KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { apply } from '../localcluster/agentproc.ts';
 import { startWebhook } from '../localcluster/webhookproc.ts';
 import { mutate } from '../agent/webhook/objects.ts';
 import { applyPatch } from '../agent/webhook/patch.ts';
@@ -24,7 +27,7 @@ import type { BenchCluster } from './support/cluster.ts';
 import { NS, startBenchCluster } from './support/cluster.ts';
 import { loadavg, machine } from './support/machine.ts';
 import { sample } from './support/proc.ts';
-import { dist, nowMs, round, type Dist } from './support/stats.ts';
+import { dist, nowMs, pool, round, type Dist } from './support/stats.ts';
 import { TMP, buildAgent } from './support/agent.ts';
 import { NODE_FLAGS } from '../agent/config.ts';
 
@@ -36,12 +39,33 @@ export interface WebhookResults {
   /** p50 and p99 of with minus without, ms. */
   addedP50: number;
   addedP99: number;
+  /**
+   * Pods that read their workload (the webhook reads their owner's metadata at admission):
+   * warm, all owned by one Deployment already read; cold, each by a Deployment never read.
+   */
+  workloadWarm: Dist;
+  workloadCold: Dist;
+  addedWarmP99: number;
+  /** Owner reads per distinct owner, warm and cold phases together (one while cached). */
+  readsPerOwner: number;
   rssMiB: { idle: number; peak: number; after: number };
   reviews: number;
   loadavg: number[];
 }
 
 const ROUND = 50; // creates per round; rounds alternate with / without
+
+/** A pod that reads its workload, owned by a Deployment directly (its controller leaves such pods alone: no release). */
+function workloadPod(i: number, owner: { name: string; uid: string }): V1Pod {
+  return {
+    metadata: { name: `wl-${i}`, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: owner.name, uid: owner.uid, controller: true }], labels: { app: 'wh' } },
+    spec: {
+      nodeSelector: { 'ownerrefs.dev/nowhere': 'true' },
+      containers: [{ name: 'app', image: 'busybox', env: ['workload-name', 'otel-resource-attributes'].map((k) => ({ name: k.toUpperCase().replaceAll('-', '_'),
+        valueFrom: { fieldRef: { fieldPath: `metadata.annotations['ownerrefs.dev/${k}']` } } })) }],
+    },
+  };
+}
 
 /** A pod in KEP syntax: env and a downwardAPI volume with the owners and two more items. */
 function kepPod(i: number, owner: { name: string; uid: string }): V1Pod {
@@ -83,38 +107,61 @@ export async function benchWebhook(cluster: BenchCluster, opts: { creates: numbe
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: 'ownerrefs-system' } } }).catch(() => undefined);
   // Compiled, with the image's Node flags: what webhook.yaml runs.
+  // Its owner reads: get on the workload kinds (rbac-follow-owners.yaml).
+  await apply(kc, parseAllDocuments(readFileSync(path.join(import.meta.dirname, '..', 'rbac-follow-owners.yaml'), 'utf8')).map((d) => d.toJS() as KubernetesObject).filter(Boolean));
+  const apps = kc.makeApiClient(AppsV1Api);
+  const deployment = async (name: string) => {
+    const d = await apps.createNamespacedDeployment({ namespace: NS, body: { metadata: { name }, spec: { replicas: 0, selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } } } });
+    return { name, uid: d.metadata!.uid! };
+  };
+  const warmOwner = await deployment('wl-warm');
+  const cold = Math.min(opts.creates, 200);
+  const coldOwners = await pool(Array.from({ length: cold }, (_, i) => i), 8, (i) => deployment(`wl-cold-${i}`));
   const webhook = await startWebhook(kc, opts.workDir, { main: opts.main, nodeFlags: opts.nodeFlags ?? NODE_FLAGS });
   try {
     const owner = cluster.owners[0];
     // Warm both paths (connections, the API server's caches, V8 in the webhook).
-    await createAt(core, [kepPod(-1, owner), rewritten(kepPod(-2, owner))].map((p, k) => ({ ...p, metadata: { ...p.metadata, name: `warm-${k}` } })), opts.rate);
+    await createAt(core, [kepPod(-1, owner), rewritten(kepPod(-2, owner)), workloadPod(-3, warmOwner)].map((p, k) => ({ ...p, metadata: { ...p.metadata, name: `warm-${k}` } })), opts.rate);
     await sleep(2_000);
     const idle = sample(webhook.child.pid!).rssMiB;
     let peak = idle;
     const sampler = setInterval(() => { peak = Math.max(peak, sample(webhook.child.pid!).rssMiB); }, 100);
     const withWebhook: number[] = [];
     const without: number[] = [];
+    const warm: number[] = [];
     const reviews0 = await webhook.metric('ownerrefs_webhook_reviews_total', 'result="mutated"');
+    const reads0 = await webhook.metric('ownerrefs_webhook_owner_reads_total');
     for (let r = 0; r * ROUND < opts.creates; r++) {
       const ids = Array.from({ length: Math.min(ROUND, opts.creates - r * ROUND) }, (_, k) => r * ROUND + k);
-      // Alternate which goes first, so neither always meets a warmer or colder API server.
-      const phases: [number[], (i: number) => V1Pod][] = [[withWebhook, (i) => kepPod(i, owner)], [without, (i) => rewritten(kepPod(opts.creates + i, owner))]];
-      for (const [out, make] of r % 2 === 0 ? phases : phases.reverse()) out.push(...await createAt(core, ids.map(make), opts.rate));
+      // Rotate which goes first, so none always meets a warmer or colder API server.
+      const phases: [number[], (i: number) => V1Pod][] = [[withWebhook, (i) => kepPod(i, owner)], [without, (i) => rewritten(kepPod(opts.creates + i, owner))],
+        [warm, (i) => workloadPod(i, warmOwner)]];
+      for (let k = 0; k < phases.length; k++) {
+        const [out, make] = phases[(r + k) % phases.length]!;
+        out.push(...await createAt(core, ids.map(make), opts.rate));
+      }
     }
+    // Cold: each pod's owner read for the first time, at admission.
+    const coldMs = await createAt(core, coldOwners.map((o, i) => workloadPod(opts.creates + i, o)), opts.rate);
+    const readsPerOwner = ((await webhook.metric('ownerrefs_webhook_owner_reads_total')) - reads0) / (1 + cold);
     clearInterval(sampler);
     const reviews = (await webhook.metric('ownerrefs_webhook_reviews_total', 'result="mutated"')) - reviews0;
     await sleep(2_000);
     const after = sample(webhook.child.pid!).rssMiB;
     const w = dist(withWebhook);
     const o = dist(without);
+    const wl = dist(warm);
     return {
       rate: opts.rate, creates: opts.creates, withWebhook: w, without: o,
       addedP50: round(w.p50 - o.p50), addedP99: round(w.p99 - o.p99),
+      workloadWarm: wl, workloadCold: dist(coldMs), addedWarmP99: round(wl.p99 - o.p99), readsPerOwner: round(readsPerOwner, 2),
       rssMiB: { idle: round(idle, 1), peak: round(peak, 1), after: round(after, 1) }, reviews, loadavg: loadavg(),
     };
   } finally {
     await webhook.stop();
     await core.deleteCollectionNamespacedPod({ namespace: NS, labelSelector: 'app=wh' }).catch(() => undefined);
+    await apps.deleteCollectionNamespacedDeployment({ namespace: NS }).catch(() => undefined);
   }
 }
 
@@ -124,6 +171,9 @@ export function printWebhook(r: WebhookResults): void {
   console.log(row('with the webhook (KEP syntax)', r.withWebhook));
   console.log(row('without (same pods, pre-rewritten)', r.without));
   console.log(`  added: p50 ${r.addedP50.toFixed(2)} ms, p99 ${r.addedP99.toFixed(2)} ms; ${r.reviews} reviews mutated`);
+  console.log(row('reading their workload, owner read', r.workloadWarm));
+  console.log(row('reading their workload, owner new', r.workloadCold));
+  console.log(`  added for the workload, owner read: p99 ${r.addedWarmP99.toFixed(2)} ms; owner reads per owner: ${r.readsPerOwner}`);
   console.log(`  webhook RSS: idle ${r.rssMiB.idle} MiB, peak under load ${r.rssMiB.peak} MiB, after ${r.rssMiB.after} MiB`);
 }
 
