@@ -98,8 +98,30 @@ export function webhookTemplate(): string {
       '$1{{- with .Values.webhook.tolerations }}\n$1tolerations:\n$1{{- toYaml . | nindent 6 }}\n$1{{- end }}\n$1enableServiceLinks: false\n')
     .replace(/^( {8})resources:\n {10}requests: \{cpu: 20m, memory: 96Mi\}\n {10}limits: \{memory: 256Mi\}\n/m,
       '$1resources:\n$1  {{- toYaml .Values.webhook.resources | nindent 10 }}\n');
-  const docs = body.trimEnd().split('\n---\n').map(withExtraMetadata).map((doc) =>
-    /^kind: PodDisruptionBudget$/m.test(doc) ? `{{- if gt (int .Values.webhook.replicas) 1 }}\n${doc}\n{{- end }}` : doc);
+  const SELF = 'eq .Values.webhook.tls.mode "selfManaged"';
+  const withTls = body
+    // Flags: TLS from a mounted Secret (not self-managed), the kinds followed, extraArgs.
+    .replace(/^( {8})- --health-addr=0\.0\.0\.0:8081\n/m, '$1- --health-addr=0.0.0.0:8081\n' +
+      `$1{{- if not (${SELF}) }}\n$1- --tls-cert-file=/etc/webhook-tls/tls.crt\n$1- --tls-key-file=/etc/webhook-tls/tls.key\n$1{{- end }}\n` +
+      '$1{{- with .Values.followOwners.extraKinds }}\n$1- --follow-kinds={{ join "," . }}\n$1{{- end }}\n' +
+      '$1{{- with .Values.webhook.extraArgs }}\n$1{{- toYaml . | nindent 8 }}\n$1{{- end }}\n')
+    // The mounted Secret: cert-manager's, or the user's own.
+    .replace(/^( {12})drop: \[ALL\]\n/m, '$1drop: [ALL]\n' +
+      `        {{- if not (${SELF}) }}\n        volumeMounts:\n        - {name: tls, mountPath: /etc/webhook-tls, readOnly: true}\n` +
+      '      volumes:\n      - name: tls\n        secret:\n          secretName: {{ if eq .Values.webhook.tls.mode "certManager" }}ownerrefs-webhook-cert{{ else }}{{ required "webhook.tls.existingSecret: the Secret with tls.crt and tls.key" .Values.webhook.tls.existingSecret }}{{ end }}\n' +
+      '        {{- end }}\n')
+    // The caBundle: the user's, or cert-manager's CA injector's.
+    .replace(/^( {8})port: 443\n( {4}namespaceSelector:)/gm, '$1port: 443\n      {{- if eq .Values.webhook.tls.mode "existingSecret" }}\n' +
+      '      caBundle: {{ required "webhook.tls.caBundle: the CA that signed the Secret\'s certificate, PEM in base64" .Values.webhook.tls.caBundle }}\n      {{- end }}\n$2');
+  const docs = withTls.trimEnd().split('\n---\n').map(withExtraMetadata).map((doc) => {
+    if (/^kind: PodDisruptionBudget$/m.test(doc)) return `{{- if gt (int .Values.webhook.replicas) 1 }}\n${doc}\n{{- end }}`;
+    // Self-managed TLS only: the Secret and the caBundle it keeps.
+    if (/^kind: (Role|RoleBinding|ClusterRole|ClusterRoleBinding)$/m.test(doc)) return `{{- if ${SELF} }}\n${doc}\n{{- end }}`;
+    if (/^kind: MutatingWebhookConfiguration$/m.test(doc)) {
+      return doc.replace(/^metadata:\n/m, 'metadata:\n  {{- if eq .Values.webhook.tls.mode "certManager" }}\n  annotations:\n    cert-manager.io/inject-ca-from: {{ .Values.namespace.name }}/ownerrefs-webhook\n  {{- end }}\n');
+    }
+    return doc;
+  });
   return `{{- if .Values.webhook.enabled }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
 }
 

@@ -1,17 +1,34 @@
 // Every rendering of the Helm chart's value matrix is accepted by the real API server
 // (server-side dry-run apply, object by object). The plain manifests are renderings too
 // (test/packaging/chart.test.ts), and every e2e file runs the agent with daemonset.yaml's
-// RBAC: the RBAC the tests exercise is the RBAC users get.
+// RBAC: the RBAC the tests exercise is the RBAC users get. The real helm installs against
+// the real API server where the chart looks at the cluster (its namespace).
 
+import { spawnSync } from 'node:child_process';
+import { ApiextensionsV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apply } from '../../localcluster/agentproc.ts';
-import { helmBin } from '../../scripts/gen-manifests.ts';
-import { kubeConfig } from '../support/cluster.ts';
+import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
+import { clusterInfo, kubeConfig } from '../support/cluster.ts';
 import { renderMatrix } from '../support/chart.ts';
+
+/** cert-manager's two kinds the chart makes, as stand-ins (their schema open): enough for the API server to take them. */
+async function certManagerKinds(): Promise<void> {
+  const api = kubeConfig().makeApiClient(ApiextensionsV1Api);
+  for (const [kind, plural] of [['Certificate', 'certificates'], ['Issuer', 'issuers']] as const) {
+    await api.createCustomResourceDefinition({ body: { metadata: { name: `${plural}.cert-manager.io` }, spec: {
+      group: 'cert-manager.io', scope: 'Namespaced', names: { kind, plural, singular: kind.toLowerCase() },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } } }],
+    } } }).catch((err: unknown) => { if (!String(err).includes('409')) throw err; });
+  }
+}
 
 describe('the Helm chart against the API server', () => {
   let renderings: ReturnType<typeof renderMatrix>;
-  beforeAll(() => { renderings = renderMatrix(helmBin()); }, 600_000);
+  beforeAll(async () => {
+    renderings = renderMatrix(helmBin());
+    await certManagerKinds();
+  }, 600_000);
 
   it('every rendering of the value matrix passes a server-side dry-run apply', async () => {
     const kc = kubeConfig();
@@ -23,5 +40,15 @@ describe('the Helm chart against the API server', () => {
       const applied = await apply(kc, objs, true).catch((err: unknown) => { throw new Error(`${name}: ${String(err)}`); });
       expect({ name, count: applied.length }).toEqual({ name, count: objs.length });
     }
+  });
+
+  it('says what to do when `helm install --create-namespace` made its namespace first, instead of a conflict', async () => {
+    const ns = `helm-made-${Date.now().toString(36)}`;
+    await kubeConfig().makeApiClient((await import('@kubernetes/client-node')).CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+    const r = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--dry-run=server', `--kubeconfig=${clusterInfo().kubeconfigPath}`], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(`namespace ${ns} exists already and this release did not make it (helm --create-namespace makes it first): install without --create-namespace, or with --set namespace.create=false`);
+    const ok = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--set', 'namespace.create=false', '--dry-run=server', `--kubeconfig=${clusterInfo().kubeconfigPath}`], { encoding: 'utf8' });
+    expect(ok.status, ok.stderr).toBe(0);
   });
 });

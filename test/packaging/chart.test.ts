@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { chartReadme } from '../../scripts/gen-chart-readme.ts';
 import { agentPolicyTemplate, CHART, daemonsetYaml, followOwnersYaml, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
 import { MATRIX } from '../support/chart.ts';
 import { NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
@@ -95,6 +96,46 @@ describe('the chart', () => {
     expect(objs.map((o) => o.kind)).toEqual(expect.arrayContaining(['PodMonitor', 'PrometheusRule', 'MutatingWebhookConfiguration', 'ClusterRoleBinding']));
     const missing = objs.filter((o) => o.metadata.labels?.team !== 'platform' || o.metadata.annotations?.owner !== 'platform-team').map((o) => `${o.kind}/${o.metadata.name}`);
     expect(missing).toEqual([]);
+  });
+
+  it('has a README whose values table is values.schema.json and values.yaml (npm run gen:chart-readme)', () => {
+    expect(read('charts/ownerrefs-agent/README.md')).toBe(chartReadme());
+    for (const key of ['webhook.tls.mode', 'extraArgs', 'criticalPodsQuota.enabled', 'forbidReading.namespaceLabel']) expect(chartReadme()).toContain(`| \`${key}\` |`);
+  });
+
+  it('passes extraArgs to the agent and the webhook, after their own flags', () => {
+    const objs = objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', '--set', 'extraArgs[0]=--owner-refresh-seconds=120', '--set', 'webhook.extraArgs[0]=--owner-budget-ms=500']));
+    expect(objs.find((o) => o.kind === 'DaemonSet')!.spec.template.spec.containers[0].args.at(-1)).toBe('--owner-refresh-seconds=120');
+    expect(objs.find((o) => o.kind === 'Deployment')!.spec.template.spec.containers[0].args.at(-1)).toBe('--owner-budget-ms=500');
+    expect(spawnSync(helm, ['template', 'x', CHART, '--set', 'extraArgs[0]=owner-refresh'], { encoding: 'utf8' }).stderr).toMatch(/extraArgs/);
+  });
+
+  it.each([
+    { mode: 'selfManaged', args: [], secret: undefined, tlsRbac: true },
+    { mode: 'certManager', args: ['--set', 'webhook.tls.mode=certManager'], secret: 'ownerrefs-webhook-cert', tlsRbac: false },
+    { mode: 'existingSecret', args: ['--set', 'webhook.tls.mode=existingSecret', '--set', 'webhook.tls.existingSecret=my-tls', '--set', 'webhook.tls.caBundle=Y2E='], secret: 'my-tls', tlsRbac: false },
+  ])('webhook TLS $mode: the flags, the mounted Secret, the caBundle\'s source, and the RBAC only self-managed TLS needs', ({ mode, args, secret, tlsRbac }) => {
+    const objs = objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', ...args]));
+    const pod = objs.find((o) => o.kind === 'Deployment')!.spec.template.spec;
+    expect(pod.containers[0].args.includes('--tls-cert-file=/etc/webhook-tls/tls.crt')).toBe(secret !== undefined);
+    expect(pod.volumes?.[0]?.secret?.secretName).toBe(secret);
+    expect(objs.some((o) => o.kind === 'Role' && o.metadata.name === 'ownerrefs-webhook')).toBe(tlsRbac);
+    const config = objs.find((o) => o.kind === 'MutatingWebhookConfiguration')!;
+    expect(config.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBe(mode === 'certManager' ? 'ownerrefs-system/ownerrefs-webhook' : undefined);
+    expect(config.webhooks.map((w: Obj) => w.clientConfig.caBundle)).toEqual(config.webhooks.map(() => (mode === 'existingSecret' ? 'Y2E=' : undefined)));
+    expect(objs.some((o) => o.kind === 'Certificate')).toBe(mode === 'certManager');
+  });
+
+  it('refuses existingSecret mode without the Secret or the CA, saying which', () => {
+    const r = spawnSync(helm, ['template', 'x', CHART, '--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=existingSecret', '--set', 'webhook.tls.existingSecret=s'], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/webhook\.tls\.caBundle: the CA that signed the Secret's certificate/);
+  });
+
+  it('makes a ResourceQuota that admits critical priority classes in its namespace, unless switched off', () => {
+    const quota = objects(helmTemplate(helm)).find((o) => o.kind === 'ResourceQuota')!;
+    expect(quota.spec.scopeSelector.matchExpressions[0]).toEqual({ operator: 'In', scopeName: 'PriorityClass', values: ['system-node-critical', 'system-cluster-critical'] });
+    expect(objects(helmTemplate(helm, ['--set', 'criticalPodsQuota.enabled=false'])).some((o) => o.kind === 'ResourceQuota')).toBe(false);
   });
 
   it('installs the webhook without CSI mode (the kubelet renders the KEP syntax from annotations)', () => {

@@ -19,6 +19,11 @@ export const MATRIX: Record<string, string[]> = {
   "V8's optimising compilers on": ['--set', 'v8.optimizingCompilers=true'],
   'one webhook replica (no PodDisruptionBudget), its own priority class, debug logs': ['--set', 'webhook.enabled=true', '--set', 'webhook.replicas=1',
     '--set', 'webhook.priorityClassName=platform-critical', '--set', 'logLevel=debug'],
+  'webhook TLS from cert-manager, with its own CA': ['--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=certManager'],
+  "webhook TLS from cert-manager, the cluster's issuer": ['--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=certManager', '--set', 'webhook.tls.certManager.issuerRef.name=corp-ca',
+    '--set', 'webhook.tls.certManager.issuerRef.kind=ClusterIssuer', '--set', 'webhook.tls.certManager.issuerRef.group=cert-manager.io'],
+  'webhook TLS from an existing Secret, extra flags, no quota': ['--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=existingSecret', '--set', 'webhook.tls.existingSecret=my-tls',
+    '--set', 'webhook.tls.caBundle=Y2E=', '--set', 'extraArgs[0]=--owner-refresh-seconds=120', '--set', 'webhook.extraArgs[0]=--owner-budget-ms=500', '--set', 'criticalPodsQuota.enabled=false'],
   'namespace not created, pinned digest, extras': ['--set', 'namespace.create=false', '--set', `image.digest=sha256:${'a'.repeat(64)}`,
     '--set', 'extraLabels.team=platform', '--set', 'podAnnotations.note=x', '--set', 'priorityClassName=', '--set', 'maxUnavailable=3'],
 };
