@@ -16,6 +16,7 @@ import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { apply } from '../../localcluster/agentproc.ts';
+import { controlPlaneBinaries } from '../../localcluster/controlplane/controlplane.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { freePort } from '../../localcluster/webhookproc.ts';
 import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
@@ -109,6 +110,38 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     expect(await e.exec(agent, ['sh', '-c', 'ownerrefs-agent doctor; echo "exit $?"'])).toMatch(/^OK +API server.*\n(.*\n)*exit [01]\n$/m);
     const { uid, pod } = await reader('ds-reader');
     await readsOwners(pod, 'ds-reader', uid);
+  });
+
+  it('kubectl ownerrefs: status, doctor --node in the node\'s agent pod, inject; and on a node whose agent cannot start, why', { timeout: 400_000 }, async () => {
+    const agent = await readyAgent();
+    const bin = await controlPlaneBinaries(); // kubectl, built with the control plane
+    // Asynchronous: exec and logs reach the kubelet through the control plane's egress proxy, which runs in this process.
+    const plugin = (...args: string[]) => new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
+      execFile('kubectl', ['ownerrefs', ...args], { env: { ...process.env, PATH: `${path.join(ROOT, 'kubectl-plugin')}:${bin}:${process.env.PATH}`, KUBECONFIG: e.cp.kubeconfigPath } },
+        (err, stdout, stderr) => resolve({ status: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    });
+    const status = await plugin('status');
+    expect(status.stdout).toMatch(new RegExp(`^  ${e.node.name} +Running +true +yes +dev$`, 'm'));
+    expect(status.stdout).toMatch(/^  ownerrefs-agent\.ownerrefs\.dev: bound/m);
+    const doctor = await plugin('doctor', '--node', e.node.name);
+    expect(doctor.stdout).toContain(`agent pod ownerrefs-system/${agent.metadata!.name} on ${e.node.name}:`);
+    expect(doctor.stdout).toMatch(/^OK   kubelet root: /m);
+    expect(doctor.stdout).toMatch(/^OK   token: names node /m);
+    const injected = await plugin('inject', '-f', path.join(ROOT, 'examples', 'kep', 'env-daemonset.yaml'));
+    expect(injected.stdout).toContain("fieldPath: metadata.annotations['ownerrefs.dev/owner-references']");
+    // The agent pod of a node whose kubelet root is not where the chart says: it cannot start.
+    await apply(e.kc, rendering(['--set', 'kubeletRootDir=/var/snap/nowhere/kubelet']) as KubernetesObject[]);
+    const stuck = await e.waitFor(async () => {
+      const r = await plugin('doctor', '--node', e.node.name);
+      return /FailedMount/.test(r.stdout) ? r : undefined;
+    }, 'doctor says why the agent does not start', 120_000);
+    expect(stuck.status).toBe(1);
+    expect(stuck.stdout).toMatch(/is not running \(Pending, ready false\)/);
+    expect(stuck.stdout).toMatch(/FailedMount: .*\/var\/snap\/nowhere\/kubelet\/pods/);
+    const unkept = await plugin('status');
+    expect(unkept.stdout).toMatch(new RegExp(`^  ${e.node.name} +Pending +false`, 'm'));
+    await apply(e.kc, rendering() as KubernetesObject[]);
+    await readyAgent();
   });
 
   it('rolls the agent onto V8\'s optimising compilers with v8.optimizingCompilers, and a new pod reads its owners', { timeout: 400_000 }, async () => {
