@@ -13,7 +13,7 @@
 #   2. Go >= 1.26, which Debian does not carry: missing or older, one line and exit 1.
 #   3. The cached builds, each a cache hit in milliseconds once made: the control plane and
 #      the node's kubelet (both), the node's images (when their tools are there), csi-sanity,
-#      helm and promtool (test).
+#      helm, promtool and the oldest supported release's control plane and kubelet (test).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-}
@@ -69,4 +69,5 @@ if has busybox && has gcc; then bash localcluster/node/images/build.sh >/dev/nul
 if [[ $what == test ]]; then
   bash localcluster/csi/build.sh >/dev/null
   bash localcluster/tools/build.sh >/dev/null
+  bash localcluster/oldest/build.sh >/dev/null # the oldest supported Kubernetes release
 fi

@@ -22,10 +22,16 @@ export const WORKDIR_PREFIX = 'ownerrefs-cp-';
  * The directory holding etcd and the Kubernetes binaries, built by ./build.sh on a cache
  * miss (minutes, cold). The build's progress goes to our stderr so it shows signs of life.
  */
+/**
+ * The directory with etcd, the control plane's binaries and kubectl: the release the project
+ * is developed on, or with OWNERREFS_K8S=oldest the oldest it supports (localcluster/oldest,
+ * whose directory also holds that release's kubelet).
+ */
 export function controlPlaneBinaries(): Promise<string> {
+  const script = process.env.OWNERREFS_K8S === 'oldest' ? join(import.meta.dirname, '..', 'oldest', 'build.sh') : join(import.meta.dirname, 'build.sh');
   return new Promise((resolve, reject) => {
-    const child = execFile('bash', [join(import.meta.dirname, 'build.sh')], { maxBuffer: 1 << 20 }, (err, stdout) => {
-      if (err) reject(new Error(`localcluster/controlplane/build.sh failed: ${err.message}`));
+    const child = execFile('bash', [script], { maxBuffer: 1 << 20 }, (err, stdout) => {
+      if (err) reject(new Error(`${script} failed: ${err.message}`));
       else resolve(stdout.trim().split('\n').pop() ?? '');
     });
     child.stderr?.pipe(process.stderr);

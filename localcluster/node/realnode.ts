@@ -79,9 +79,12 @@ export function missingForRealNode(): string[] {
   return missing;
 }
 
-/** The directory with the kubelet and the hollow kubelet, built by ./build.sh on a miss. */
+/**
+ * The directory with the kubelet and the hollow kubelet, built by ./build.sh on a miss; with
+ * OWNERREFS_K8S=oldest, the oldest supported release's kubelet (no hollow kubelet there).
+ */
 export async function nodeBinaries(): Promise<string> {
-  return buildScript('build.sh');
+  return buildScript(process.env.OWNERREFS_K8S === 'oldest' ? '../oldest/build.sh' : 'build.sh');
 }
 
 /** The directory with the real node's image archives, made by ./images/build.sh on a miss. */
@@ -124,7 +127,8 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
     const kubeconfig = path.join(workDir, 'kubelet.kubeconfig');
     await writeKubeconfig(kubeconfig, opts.cp.server, opts.cp.caPath, cert, `system:node:${opts.name}`);
     const config = path.join(workDir, 'kubelet-config.json');
-    await writeFile(config, JSON.stringify(kubeletConfig({ workDir, caPath: opts.cp.caPath, sock, port: await freePort(), healthzPort: await freePort() })));
+    const minor = Number(/v1\.(\d+)\./.exec((await run(path.join(opts.binDir, 'kubelet'), ['--version'])).stdout)?.[1] ?? 99);
+    await writeFile(config, JSON.stringify(kubeletConfig({ workDir, caPath: opts.cp.caPath, sock, port: await freePort(), healthzPort: await freePort(), minor })));
     const kubeletSpec = {
       name: 'kubelet', bin: path.join(opts.binDir, 'kubelet'),
       args: [`--config=${config}`, `--kubeconfig=${kubeconfig}`, `--root-dir=${kubeletRoot}`, `--cert-dir=${path.join(workDir, 'kubelet-pki')}`,
@@ -151,7 +155,7 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
   }
 }
 
-function kubeletConfig(o: { workDir: string; caPath: string; sock: string; port: number; healthzPort: number }): object {
+function kubeletConfig(o: { workDir: string; caPath: string; sock: string; port: number; healthzPort: number; minor: number }): object {
   return {
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',
@@ -161,7 +165,8 @@ function kubeletConfig(o: { workDir: string; caPath: string; sock: string; port:
     containerRuntimeEndpoint: `unix://${o.sock}`,
     podLogsDir: path.join(o.workDir, 'pod-logs'), // not the host's /var/log/pods
     // This machine: cgroup v1 (hybrid), no systemd, swap allowed, a small shared disk.
-    cgroupDriver: 'cgroupfs', failCgroupV1: false, failSwapOn: false,
+    cgroupDriver: 'cgroupfs', failSwapOn: false,
+    ...(o.minor >= 31 ? { failCgroupV1: false } : {}), // a field of 1.31 and later (strict decoding refuses it before)
     evictionHard: { 'memory.available': '1Mi', 'nodefs.available': '1%', 'imagefs.available': '1%' },
     // The imported images cannot be pulled again: never collect them.
     imageGCHighThresholdPercent: 100, imageGCLowThresholdPercent: 99,

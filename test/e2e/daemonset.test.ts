@@ -1,20 +1,14 @@
 // The product as users install it: the image built from the Dockerfile (localcluster/image),
 // imported into the real node's containerd, and the chart's rendering applied with
-// kubectl's server-side apply. The agent runs as the DaemonSet's pod, with its hostPath
-// mounts and mount propagation, and a pod's container reads its owners.
-//
-// Two things of this harness differ from a cluster, and the rendering is patched for them
-// (nothing else): there is no Service routing (no kube-proxy), so the agent's pod uses the
-// host network and is told the API server's address; and the node's kubelet root is a
-// temporary directory, passed as kubeletRootDir. The host's root mount is made shared, as
-// systemd makes it on every node, so that HostToContainer propagation is allowed.
+// kubectl's server-side apply (support/installed.ts, which says how the harness differs
+// from a cluster). The agent runs as the DaemonSet's pod, with its hostPath mounts and
+// mount propagation, and a pod's container reads its owners.
 
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { apply } from '../../localcluster/agentproc.ts';
 import { controlPlaneBinaries } from '../../localcluster/controlplane/controlplane.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
@@ -22,44 +16,20 @@ import { freePort } from '../../localcluster/webhookproc.ts';
 import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
 import { NODE_FLAGS, NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 import { items } from '../support/e2e.ts';
+import { readyAgent as waitReady, rendering as renderFor, type Rendering } from '../support/installed.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
 
 const run = promisify(execFile);
 const ROOT = path.join(import.meta.dirname, '..', '..');
 const IMAGE_TOOLS = ['podman', 'debootstrap'].filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
 if (CONTAINERS && IMAGE_TOOLS.length > 0) console.warn(`NO DAEMONSET TEST: this machine lacks ${IMAGE_TOOLS.join(', ')}; SKIPPED (CI installs them)`);
-type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a DaemonSet from its image, on a real node', () => {
   const e = useRealNode('ds', { agent: false });
 
-  let port = 0;
-  /** The chart's objects for this node, with the harness's two differences (see the top of the file). */
-  const rendering = (values: string[] = []): Obj[] => {
-    const api = new URL(e.cp.server);
-    const rendered = execFileSync(helmBin(), ['template', 'ownerrefs-agent', CHART, '--set', `kubeletRootDir=${e.node.kubeletRoot}`,
-      '--set', 'image.repository=localhost/ownerrefs/ownerrefs-agent', '--set', 'image.tag=dev', '--set', 'image.pullPolicy=Never', ...values]).toString();
-    const objs = parseAllDocuments(rendered).map((d) => d.toJS() as Obj).filter(Boolean);
-    const spec = objs.find((o) => o.kind === 'DaemonSet')!.spec.template.spec;
-    spec.hostNetwork = true;
-    spec.dnsPolicy = 'ClusterFirstWithHostNet';
-    const c = spec.containers[0];
-    c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: api.hostname }, { name: 'KUBERNETES_SERVICE_PORT', value: api.port });
-    c.args = c.args.map((a: string) => (a.startsWith('--health-addr=') ? `--health-addr=0.0.0.0:${port}` : a));
-    c.ports = [{ name: 'http-health', containerPort: port, protocol: 'TCP' }];
-    return objs;
-  };
-  /** The agent's pod once it is Ready (and, with `not`, not that pod: a rolled one). */
-  const readyAgent = async (not?: string): Promise<V1Pod> => {
-    let last = '';
-    return e.waitFor(async () => {
-      const pods = (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-agent' })).items;
-      last = JSON.stringify(pods.map((p) => ({ phase: p.status?.phase, conditions: p.status?.conditions?.map((c) => `${c.type}=${c.status}`), containers: p.status?.containerStatuses?.map((c) => c.state) })));
-      const ev = (await e.core.listNamespacedEvent({ namespace: 'ownerrefs-system' })).items.map((x) => `${x.reason}: ${x.message}`).slice(-5);
-      last += `\n${ev.join('\n')}`;
-      return pods.find((p) => p.metadata!.name !== not && !p.metadata!.deletionTimestamp && p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
-    }, 'the agent pod Ready', 150_000).catch((err: unknown) => { throw new Error(`${String(err)}\nlast seen: ${last}`); });
-  };
+  let r: Rendering;
+  const rendering = (values: string[] = []) => renderFor(e, r, values);
+  const readyAgent = (not?: string) => waitReady(e, not);
   /** What the agent container's process runs (its /proc/1/cmdline), read inside the container with the image's node. */
   const commandOf = async (agent: V1Pod): Promise<string[]> => JSON.parse(await e.waitFor(
     () => e.exec(agent, ['node', '-p', "JSON.stringify(require('fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').filter(Boolean))"]).catch(() => ''),
@@ -96,7 +66,7 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     execFileSync('mount', ['--make-rshared', '/']);
     const archive = (await run('bash', [path.join(ROOT, 'localcluster', 'image', 'build.sh')], { maxBuffer: 1 << 24 })).stdout.trim().split('\n').pop()!;
     await e.node.importImage!(archive);
-    port = await freePort();
+    r = { helm: helmBin(), chart: CHART, image: { repository: 'localhost/ownerrefs/ownerrefs-agent', tag: 'dev' }, port: await freePort() };
     await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch);
     await apply(e.kc, rendering() as KubernetesObject[]);
   }, 900_000);

@@ -9,7 +9,7 @@
 
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
-import { KubernetesObjectApi, PatchStrategy, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { KubernetesObjectApi, PatchStrategy, VersionApi, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { mergePatch } from '../../localcluster/patch.ts';
@@ -159,7 +159,13 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
     expect(await envOf(pod, 'OWNER_REFERENCES')).toBe(mine); // the running container keeps its env, as in-tree
     await e.exec(pod, ['touch', '/tmp/restart']);
     await e.waitFor(async () => ((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 || undefined, 'the container restarted', 60_000);
-    await e.waitFor(async () => (await envOf(pod, 'OWNER_REFERENCES').catch(() => '')) === goMarshal([]) || undefined, 'the new container starts with "items":[]', 60_000);
+    // The 1.30 kubelet starts a restarted container from the pod as of its last sync of it, and
+    // an annotation change alone does not make it sync a pod without a volume that reads it:
+    // this container keeps its first env there (workload.test.ts's pods, which have such a
+    // volume, get the new one). 1.31 and later resolve env from the current pod. docs/INSTALL.md.
+    const minor = Number((await e.kc.makeApiClient(VersionApi).getCode()).minor.replace(/\D.*$/, ''));
+    const want = minor >= 31 ? goMarshal([]) : mine;
+    await e.waitFor(async () => (await envOf(pod, 'OWNER_REFERENCES').catch(() => '')) === want || undefined, `the new container starts with ${minor >= 31 ? '"items":[]' : 'its first env (1.30)'}`, 60_000);
   });
 
   it.runIf(CONTAINERS)('a pod created while no agent runs on its node starts with the right owners (the webhook set them)', async () => {

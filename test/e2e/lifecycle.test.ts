@@ -1,0 +1,197 @@
+// Upgrade, rollback and uninstall on the real node, as docs/OPERATIONS.md says to do them.
+// The previous version is built from its commit (git archive): its image, its chart's
+// rendering, its webhook (from its source, with its own configuration). Pods of every kind
+// run under it: an emptyDir-annotation DaemonSet, a CSI Deployment, and Deployment and
+// DaemonSet templates in the KEP's syntax (which that version's webhook rewrote into CSI
+// volumes). Then this version is applied, agent first, webhook second; then the previous
+// one again; then everything is removed and installed again.
+//
+// What the harness cannot show: the webhook's two replicas rolling behind its Service (there
+// is no Service routing here, and two replicas on one host would share a port); each
+// version's webhook runs as one process on the same address instead, so the window between
+// them is where a real rollout's second replica would serve.
+
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, symlinkSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { AdmissionregistrationV1Api, KubernetesObjectApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apply } from '../../localcluster/agentproc.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { freePort, startWebhook, type WebhookProcess } from '../../localcluster/webhookproc.ts';
+import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
+import { items } from '../support/e2e.ts';
+import { readyAgent, rendering, type Rendering } from '../support/installed.ts';
+import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
+import { tmpDir } from '../support/tmpdir.ts';
+
+const run = promisify(execFile);
+const ROOT = path.join(import.meta.dirname, '..', '..');
+/** The last version before the kubelet rendered the KEP's syntax (CSI volumes and env literals instead). */
+export const PREVIOUS = '090ddab';
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () => {
+  const e = useRealNode('life', { agent: false });
+  let previous: string;
+  let prevRender: Rendering;
+  let thisRender: Rendering;
+  let webhook: WebhookProcess | undefined;
+  let webhookPort: number;
+  let prevRegistration: (c: { url: string }) => Record<string, unknown>;
+  const pods: Record<string, V1Pod> = {};
+  const generations: Record<string, number> = {};
+
+  /** The image of `root`'s Dockerfile, tagged `tag`, imported into the node. */
+  const image = async (root: string, tag: string) => {
+    const archive = (await run('bash', [path.join(root, 'localcluster', 'image', 'build.sh')], { maxBuffer: 1 << 24,
+      env: { ...process.env, OWNERREFS_IMAGE: `localhost/ownerrefs/ownerrefs-agent:${tag}` } })).stdout.trim().split('\n').pop()!;
+    await e.node.importImage!(archive);
+  };
+  const file = async (pod: V1Pod, dir: string) => e.exec(pod, ['cat', `${dir}/ownerReferences`]).catch(() => '');
+  const namesIn = async (pod: V1Pod, dir: string) => { const t = await file(pod, dir); return t ? items(t).map((i) => i.name) : undefined; };
+  const settle = (pod: V1Pod, dir: string, want: string[], what: string) =>
+    e.waitFor(async () => JSON.stringify(await namesIn(pod, dir)) === JSON.stringify(want) || undefined, `${pod.metadata!.name} ${dir}: ${what}`, 90_000);
+  const running = (selector: string, not: string[] = []) => e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: selector }))
+    .items.find((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && !not.includes(p.metadata!.uid!)), `a Running pod ${selector}`, 150_000);
+  /** Owned by ConfigMap `a` or `b`: switching owners exercises every path (files, CSI targets, annotations). */
+  const own = (pod: V1Pod, owner: { name: string; uid: string }) => e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns,
+    body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.name, uid: owner.uid }] } } }, mergePatch);
+  let owners: { name: string; uid: string }[];
+
+  beforeAll(async () => {
+    execFileSync('mount', ['--make-rshared', '/']);
+    // The previous version's tree, with this checkout's node_modules (the same dependencies).
+    previous = tmpDir('ownerrefs-previous-');
+    execFileSync('sh', ['-c', `git -C ${ROOT} archive ${PREVIOUS} | tar -x -C ${previous}`]);
+    symlinkSync(path.join(ROOT, 'node_modules'), path.join(previous, 'node_modules'));
+    mkdirSync(path.join(previous, 'bench', 'results', 'tmp'), { recursive: true });
+    await image(previous, 'previous');
+    await image(ROOT, 'dev');
+    const port = await freePort();
+    prevRender = { helm: helmBin(), chart: path.join(previous, 'charts', 'ownerrefs-agent'), image: { repository: 'localhost/ownerrefs/ownerrefs-agent', tag: 'previous' }, port };
+    thisRender = { helm: helmBin(), chart: CHART, image: { repository: 'localhost/ownerrefs/ownerrefs-agent', tag: 'dev' }, port };
+    prevRegistration = (await import(path.join(previous, 'agent', 'webhook', 'registration.ts')) as { webhookConfiguration: typeof prevRegistration }).webhookConfiguration;
+    owners = await Promise.all(['owner-a', 'owner-b'].map(async (name) => ({ name, uid: (await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name } } })).metadata!.uid! })));
+  }, 1_200_000);
+  afterAll(async () => { await webhook?.stop(); });
+
+  it('installs the previous version, and runs pods of every kind under it', { timeout: 600_000 }, async () => {
+    await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch); // its DaemonSet's selector
+    await apply(e.kc, rendering(e, prevRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    await readyAgent(e);
+    webhookPort = await freePort();
+    webhook = await startWebhook(e.kc, e.node.workDir, { main: path.join(previous, 'agent', 'main.ts'), configuration: prevRegistration, port: webhookPort });
+    const sleeper = (volumeMounts: Obj[], env: Obj[] = []) => ({ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'], volumeMounts, env });
+    const tmpl = (app: string, spec: Obj, annotations?: Record<string, string>) => ({ selector: { matchLabels: { app } },
+      template: { metadata: { labels: { app }, ...(annotations ? { annotations } : {}) }, spec: { terminationGracePeriodSeconds: 1, ...spec } } });
+    const kep = { downwardAPI: { items: [{ path: 'ownerReferences', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } };
+    const kepEnv = [{ name: 'OWNER_REFERENCES', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } }];
+    await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name: 'emptydir' }, spec: tmpl('emptydir', {
+      containers: [sleeper([{ name: 'podinfo', mountPath: '/etc/podinfo' }])], volumes: [{ name: 'podinfo', emptyDir: { medium: 'Memory' } }] }, { 'ownerrefs.dev/volume': 'podinfo' }) } as never });
+    await e.apps.createNamespacedDeployment({ namespace: e.ns, body: { metadata: { name: 'csi' }, spec: tmpl('csi', {
+      containers: [sleeper([{ name: 'podinfo', mountPath: '/etc/podinfo' }])], volumes: [{ name: 'podinfo', csi: { driver: 'ownerrefs.dev', readOnly: true } }] }) } as never });
+    await e.apps.createNamespacedDeployment({ namespace: e.ns, body: { metadata: { name: 'kep' }, spec: tmpl('kep', {
+      containers: [sleeper([{ name: 'podinfo', mountPath: '/etc/podinfo' }], kepEnv)], volumes: [{ name: 'podinfo', ...kep }] }) } as never });
+    await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name: 'kepds' }, spec: tmpl('kepds', {
+      containers: [sleeper([{ name: 'podinfo', mountPath: '/etc/podinfo' }], kepEnv)], volumes: [{ name: 'podinfo', ...kep }] }) } as never });
+    // The previous webhook stored the KEP templates as CSI volumes.
+    expect((await e.apps.readNamespacedDeployment({ name: 'kep', namespace: e.ns })).spec!.template.spec!.volumes![0]!.csi?.driver).toBe('ownerrefs.dev');
+    for (const app of ['emptydir', 'csi', 'kep', 'kepds']) pods[app] = await running(`app=${app}`);
+    for (const [app, pod] of Object.entries(pods)) {
+      if (app === 'kepds' || app === 'emptydir') continue; // owned by their DaemonSet: orphaning would make another
+      await own(pod, owners[0]!); // released by its ReplicaSet: owned by a ConfigMap from now on
+    }
+    for (const app of ['csi', 'kep']) await settle(pods[app]!, '/etc/podinfo', ['owner-a'], 'owner-a, under the previous version');
+    for (const k of ['csi', 'kep']) generations[k] = (await e.apps.readNamespacedDeployment({ name: k, namespace: e.ns })).metadata!.generation!;
+  });
+
+  const secretCa = async () => (await e.core.readNamespacedSecret({ name: 'ownerrefs-webhook-tls', namespace: 'ownerrefs-system' })).data!['ca.crt'];
+  const caBundle = async () => (await e.kc.makeApiClient(AdmissionregistrationV1Api).readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' })).webhooks![0]!.clientConfig.caBundle;
+
+  it('upgrades, the agent first and the webhook second: files and CSI volumes the previous agent served are kept current, no workload rolls, the certificates carry over', { timeout: 600_000 }, async () => {
+    const before = await readyAgent(e);
+    const [ca, bundle] = [await secretCa(), await caBundle()];
+    await apply(e.kc, rendering(e, thisRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    const agent = await readyAgent(e, before.metadata!.name);
+    expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:dev');
+    // Every volume the previous agent served follows an owner change now.
+    for (const app of ['csi', 'kep']) {
+      await own(pods[app]!, owners[1]!);
+      await settle(pods[app]!, '/etc/podinfo', ['owner-b'], 'owner-b, after the agent\'s upgrade');
+    }
+    expect(await namesIn(pods.emptydir!, '/etc/podinfo')).toEqual(['emptydir']);
+    // The webhook: this version where the previous one served, the configuration replaced in place.
+    await webhook!.stop();
+    webhook = await startWebhook(e.kc, e.node.workDir, { port: webhookPort });
+    expect([await secretCa(), await caBundle()]).toEqual([ca, bundle]);
+    // A template the previous webhook rewrote keeps working: a new pod of it, admitted now.
+    await e.apps.patchNamespacedDeployment({ name: 'kep', namespace: e.ns, body: { spec: { replicas: 2 } } }, mergePatch);
+    const fresh = await running('app=kep', [pods.kep!.metadata!.uid!]);
+    const rs = fresh.metadata!.ownerReferences!.map((o) => o.name);
+    await settle(fresh, '/etc/podinfo', rs, 'a new pod of the stored template names its ReplicaSet');
+    expect(await e.exec(fresh, ['sh', '-c', 'printf %s "$OWNER_REFERENCES"'])).toContain(rs[0]);
+    // Nothing rolled.
+    for (const k of ['csi', 'kep']) expect((await e.apps.readNamespacedDeployment({ name: k, namespace: e.ns })).metadata!.generation).toBe(generations[k]! + (k === 'kep' ? 1 : 0));
+    for (const pod of Object.values(pods)) expect((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).metadata!.uid).toBe(pod.metadata!.uid);
+  });
+
+  it('rolls back: the previous agent serves the same volumes again, nothing rolls', { timeout: 600_000 }, async () => {
+    const before = await readyAgent(e);
+    await webhook!.stop();
+    webhook = await startWebhook(e.kc, e.node.workDir, { main: path.join(previous, 'agent', 'main.ts'), configuration: prevRegistration, port: webhookPort });
+    // What helm rollback does: the previous release's objects, and this version's extra ones gone.
+    const prev = rendering(e, prevRender, ['--set', 'webhook.enabled=false']);
+    const keep = new Set(prev.map((o) => `${o.kind}/${o.metadata.name}`));
+    const extra = rendering(e, thisRender, ['--set', 'webhook.enabled=false']).filter((o) => !keep.has(`${o.kind}/${o.metadata.name}`));
+    await apply(e.kc, prev as KubernetesObject[]);
+    for (const o of extra) await KubernetesObjectApi.makeApiClient(e.kc).delete(o as KubernetesObject).catch(() => undefined);
+    const agent = await readyAgent(e, before.metadata!.name);
+    expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:previous');
+    for (const app of ['csi', 'kep']) {
+      await own(pods[app]!, owners[0]!);
+      await settle(pods[app]!, '/etc/podinfo', ['owner-a'], 'owner-a, after the rollback');
+    }
+    for (const pod of Object.values(pods)) expect((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).metadata!.uid).toBe(pod.metadata!.uid);
+  });
+
+  it('uninstalls in the documented order with pods still running: no pod stuck Terminating, no refusal left, what stays as documented; then installs again', { timeout: 600_000 }, async () => {
+    // Back on this version, as an uninstall would start.
+    await apply(e.kc, rendering(e, thisRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    await readyAgent(e);
+    await webhook!.stop();
+    webhook = await startWebhook(e.kc, e.node.workDir, { port: webhookPort });
+    // 1. The webhook's configuration first: nothing waits on the webhook any more.
+    await e.kc.makeApiClient(AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' });
+    await webhook.stop();
+    webhook = undefined;
+    const plain = await e.core.createNamespacedPod({ namespace: e.ns, dryRun: 'All', body: { metadata: { name: 'after-webhook' }, spec: { containers: [{ name: 'c', image: IMAGES.busybox }] } } });
+    expect(plain.metadata!.name).toBe('after-webhook');
+    // 2. The workloads that mount ownerrefs.dev CSI volumes, while the agent still answers the kubelet's unpublish.
+    await e.apps.deleteNamespacedDeployment({ name: 'csi', namespace: e.ns });
+    await e.apps.deleteNamespacedDeployment({ name: 'kep', namespace: e.ns }); // its stored template is the previous version's CSI form
+    await e.apps.deleteNamespacedDaemonSet({ name: 'kepds', namespace: e.ns });
+    await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns })).items.every((p) => !(p.spec?.volumes ?? []).some((v) => v.csi?.driver === 'ownerrefs.dev')) || undefined,
+      'no pod with an ownerrefs.dev CSI volume left', 120_000);
+    // 3. The agent and the rest of the chart's objects (helm uninstall; the namespace stays, as Helm keeps it).
+    const objs = rendering(e, thisRender, ['--set', 'webhook.enabled=false']).filter((o) => o.kind !== 'Namespace');
+    for (const o of objs) await KubernetesObjectApi.makeApiClient(e.kc).delete(o as KubernetesObject).catch(() => undefined);
+    await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-agent' })).items.length === 0 || undefined, 'the agent gone', 120_000);
+    // What stays: the emptyDir pod and its files as last written; the namespace; the webhook's Secret.
+    expect(await namesIn(pods.emptydir!, '/etc/podinfo')).toEqual(['emptydir']);
+    await e.core.readNamespace({ name: 'ownerrefs-system' });
+    await e.core.readNamespacedSecret({ name: 'ownerrefs-webhook-tls', namespace: 'ownerrefs-system' });
+    // No pod stuck: the emptyDir pod goes as any pod does.
+    await e.apps.deleteNamespacedDaemonSet({ name: 'emptydir', namespace: e.ns });
+    await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns })).items.filter((p) => p.metadata?.deletionTimestamp).length === 0 || undefined, 'no pod Terminating', 120_000);
+    // 4. A clean install again.
+    await apply(e.kc, rendering(e, thisRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    await readyAgent(e);
+    await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name: 'again' }, spec: {
+      selector: { matchLabels: { app: 'again' } }, template: { metadata: { labels: { app: 'again' }, annotations: { 'ownerrefs.dev/volume': 'podinfo' } }, spec: {
+        terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'], volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo' }] }],
+        volumes: [{ name: 'podinfo', emptyDir: {} }] } } } } as never });
+    await settle(await running('app=again'), '/etc/podinfo', ['again'], 'served after the reinstall');
+  });
+});
