@@ -12,7 +12,8 @@
 // them is where a real rollout's second replica would serve.
 
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { AdmissionregistrationV1Api, KubernetesObjectApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
@@ -24,7 +25,6 @@ import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
 import { items } from '../support/e2e.ts';
 import { readyAgent, rendering, type Rendering } from '../support/installed.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
-import { tmpDir } from '../support/tmpdir.ts';
 
 const run = promisify(execFile);
 const ROOT = path.join(import.meta.dirname, '..', '..');
@@ -55,15 +55,19 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     e.waitFor(async () => JSON.stringify(await namesIn(pod, dir)) === JSON.stringify(want) || undefined, `${pod.metadata!.name} ${dir}: ${what}`, 90_000);
   const running = (selector: string, not: string[] = []) => e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: selector }))
     .items.find((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp && !not.includes(p.metadata!.uid!)), `a Running pod ${selector}`, 150_000);
-  /** Owned by ConfigMap `a` or `b`: switching owners exercises every path (files, CSI targets, annotations). */
+  /**
+   * Owned by ConfigMap `a` or `b`: switching owners exercises every path (files, CSI targets,
+   * annotations). Relabelled too, so its ReplicaSet does not adopt it back.
+   */
   const own = (pod: V1Pod, owner: { name: string; uid: string }) => e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns,
-    body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.name, uid: owner.uid }] } } }, mergePatch);
+    body: { metadata: { labels: { app: `${pod.metadata!.labels!.app!.replace(/-released$/, '')}-released` },
+      ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.name, uid: owner.uid }] } } }, mergePatch);
   let owners: { name: string; uid: string }[];
 
   beforeAll(async () => {
     execFileSync('mount', ['--make-rshared', '/']);
     // The previous version's tree, with this checkout's node_modules (the same dependencies).
-    previous = tmpDir('ownerrefs-previous-');
+    previous = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-previous-')); // for the whole file: later tests run its webhook
     execFileSync('sh', ['-c', `git -C ${ROOT} archive ${PREVIOUS} | tar -x -C ${previous}`]);
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(previous, 'node_modules'));
     mkdirSync(path.join(previous, 'bench', 'results', 'tmp'), { recursive: true });
@@ -75,7 +79,7 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     prevRegistration = (await import(path.join(previous, 'agent', 'webhook', 'registration.ts')) as { webhookConfiguration: typeof prevRegistration }).webhookConfiguration;
     owners = await Promise.all(['owner-a', 'owner-b'].map(async (name) => ({ name, uid: (await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name } } })).metadata!.uid! })));
   }, 1_200_000);
-  afterAll(async () => { await webhook?.stop(); });
+  afterAll(async () => { await webhook?.stop(); if (previous) rmSync(previous, { recursive: true, force: true }); });
 
   it('installs the previous version, and runs pods of every kind under it', { timeout: 600_000 }, async () => {
     await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch); // its DaemonSet's selector
@@ -127,8 +131,9 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     webhook = await startWebhook(e.kc, e.node.workDir, { port: webhookPort });
     expect([await secretCa(), await caBundle()]).toEqual([ca, bundle]);
     // A template the previous webhook rewrote keeps working: a new pod of it, admitted now.
+    const admittedBefore = (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=kep' })).items.map((p) => p.metadata!.uid!);
     await e.apps.patchNamespacedDeployment({ name: 'kep', namespace: e.ns, body: { spec: { replicas: 2 } } }, mergePatch);
-    const fresh = await running('app=kep', [pods.kep!.metadata!.uid!]);
+    const fresh = await running('app=kep', admittedBefore);
     const rs = fresh.metadata!.ownerReferences!.map((o) => o.name);
     await settle(fresh, '/etc/podinfo', rs, 'a new pod of the stored template names its ReplicaSet');
     expect(await e.exec(fresh, ['sh', '-c', 'printf %s "$OWNER_REFERENCES"'])).toContain(rs[0]);
@@ -172,6 +177,7 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     await e.apps.deleteNamespacedDeployment({ name: 'csi', namespace: e.ns });
     await e.apps.deleteNamespacedDeployment({ name: 'kep', namespace: e.ns }); // its stored template is the previous version's CSI form
     await e.apps.deleteNamespacedDaemonSet({ name: 'kepds', namespace: e.ns });
+    for (const app of ['csi', 'kep']) await e.core.deleteNamespacedPod({ name: pods[app]!.metadata!.name!, namespace: e.ns }); // released: no workload deletes them
     await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns })).items.every((p) => !(p.spec?.volumes ?? []).some((v) => v.csi?.driver === 'ownerrefs.dev')) || undefined,
       'no pod with an ownerrefs.dev CSI volume left', 120_000);
     // 3. The agent and the rest of the chart's objects (helm uninstall; the namespace stays, as Helm keeps it).
