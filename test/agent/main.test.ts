@@ -95,7 +95,7 @@ describe('ownerrefs-agent output', () => {
   });
 
   it('says in one line, exit 1, when its output cannot be written (a full disk)', () => {
-    const r = spawnSync(process.execPath, [MAIN, 'render', path.join(ROOT, 'examples', 'kep-pod.yaml')],
+    const r = spawnSync(process.execPath, [MAIN, 'render', path.join(ROOT, 'test', 'agent', 'cli', 'fixtures', 'kep-pod.yaml')],
       { encoding: 'utf8', stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], timeout: 30_000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/^ownerrefs-agent: cannot write to standard output: ENOSPC/);

@@ -25,7 +25,7 @@ const READS_OWNERS = `metadata.annotations['${OWNERS}']`;
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const local = <T extends Obj>(o: T): T => {
-  // The examples name image "busybox"; the node has no registry, only its imported image.
+  // The examples name image busybox:1.37; the node has no registry, only its imported image.
   for (const c of [...o.spec?.containers ?? [], ...o.spec?.template?.spec?.containers ?? []]) Object.assign(c, { image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent' });
   return o;
 };
@@ -61,34 +61,25 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
     metadata: { name }, spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { terminationGracePeriodSeconds: 1, ...spec } } },
   } as never });
 
-  it.runIf(CONTAINERS)("the KEP's volume and env examples, applied as written (one controller, a real owner): the file and the next container's env follow the owners", async () => {
-    // The KEP's owner, made real so that the garbage collector keeps the pods: a DaemonSet of
-    // that name, whose selector matches neither pod, so its controller soon releases them.
-    const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name: 'an-owned-pod-1722852739' }, spec: {
-      selector: { matchLabels: { app: 'kep-owner' } },
-      template: { metadata: { labels: { app: 'kep-owner' } }, spec: { nodeSelector: { nowhere: 'true' }, containers: [{ name: 'c', image: IMAGES.busybox }] } },
-    } } });
-    const asWritten = (o: Obj) => {
-      o.metadata.ownerReferences = [{ ...o.metadata.ownerReferences[0], uid: ds.metadata!.uid }];
-      return o;
-    };
-    const volumePod = asWritten(example('volume-pod.yaml'));
-    const envPod = asWritten(example('env-pod.yaml'));
-    const created = owners(volumePod.metadata.ownerReferences);
+  it.runIf(CONTAINERS)("the KEP's volume and env examples, applied as written (a bare pod, then owned as the example's comment shows): the file follows the owners, the running container's env stays", async () => {
+    const volumePod = example('volume-pod.yaml');
+    const envPod = example('env-pod.yaml');
     const stored = await e.core.createNamespacedPod({ namespace: e.ns, body: volumePod as V1Pod });
     expect(stored.spec!.volumes![0]!.downwardAPI!.items![0]!.fieldRef!.fieldPath).toBe(READS_OWNERS);
-    expect({ annotation: stored.metadata!.annotations![OWNERS] }).toEqual({ annotation: goMarshal(created) });
+    expect({ annotation: stored.metadata!.annotations![OWNERS] }).toEqual({ annotation: goMarshal([]) });
     await e.core.createNamespacedPod({ namespace: e.ns, body: envPod as V1Pod });
     const vp = await running(volumePod.metadata.name);
     const ep = await running(envPod.metadata.name);
-    expect(await envOf(ep, 'OWNER_REFERENCES')).toBe(goMarshal(created)); // at the first container start, byte for byte what Go marshals
-    // The DaemonSet controller releases both pods (its selector does not match them), often
-    // before they run: the agent sets the annotation, the kubelet swaps the file; the running
-    // container's env stays (as in-tree).
-    await e.waitFor(async () => ((await e.core.readNamespacedPod({ name: vp.metadata!.name!, namespace: e.ns })).metadata!.ownerReferences ?? []).length === 0 || undefined, 'released');
+    expect(await envOf(ep, 'OWNER_REFERENCES')).toBe(goMarshal([])); // at the first container start, byte for byte what Go marshals
     await fileBecomes(vp, goMarshal([]), 'the file, read in the container, says "items":[]');
-    expect(await envOf(ep, 'OWNER_REFERENCES')).toBe(goMarshal(created));
-    await e.waitFor(async () => (await e.core.readNamespacedPodLog({ name: vp.metadata!.name!, namespace: e.ns })).includes(goMarshal([])) || undefined, "the KEP's loop prints the file");
+    // What the example's comment does: a ConfigMap comes to own both pods. The agent sets the
+    // annotation, the kubelet swaps the file; the running container's env stays (as in-tree).
+    const cm = await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'kep-owner' } } });
+    const owner = { apiVersion: 'v1', kind: 'ConfigMap', name: 'kep-owner', uid: cm.metadata!.uid! };
+    for (const p of [vp, ep]) await e.core.patchNamespacedPod({ name: p.metadata!.name!, namespace: e.ns, body: { metadata: { ownerReferences: [owner] } } }, mergePatch);
+    await fileBecomes(vp, goMarshal([owner]), 'the file names the ConfigMap');
+    expect(await envOf(ep, 'OWNER_REFERENCES')).toBe(goMarshal([]));
+    await e.waitFor(async () => (await e.core.readNamespacedPodLog({ name: vp.metadata!.name!, namespace: e.ns })).includes(goMarshal([owner])) || undefined, "the KEP's loop prints the file");
   });
 
   it.runIf(CONTAINERS)("the kubelet's own layout: ..data points at a timestamped directory, an inotify watcher on it fires on each orphan and adoption, and two items of one update are never seen half-swapped", async () => {

@@ -8,7 +8,7 @@ import { tmpDir } from '../../support/tmpdir.ts';
 const run = promisify(execFile);
 const ROOT = path.join(import.meta.dirname, '..', '..', '..');
 const MAIN = path.join(ROOT, 'agent', 'main.ts');
-const KEP_POD = path.join(ROOT, 'examples', 'kep-pod.yaml');
+const KEP_POD = path.join(ROOT, 'test', 'agent', 'cli', 'fixtures', 'kep-pod.yaml');
 const cli = (...args: string[]) => run(process.execPath, [MAIN, ...args]);
 
 const KEP_JSON = '{"kind":"OwnerReference","apiVersion":"meta/v1","items":[' +
