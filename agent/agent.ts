@@ -43,7 +43,8 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   const events = new ApiEventSink({ client, node: cfg.nodeName, log });
   // CSI mode only: its module loads gRPC, which an emptyDir-only agent should not pay for.
   const csiMod = cfg.csiSocket ? await import('./csi/index.ts') : undefined;
-  // Owners' metadata: read only on nodes labelled ownerrefs.dev/follow-owners=true.
+  // Owners' metadata: read for the files of nodes labelled ownerrefs.dev/follow-owners=true, and on
+  // every node for pods whose spec reads a chain annotation (the workload's identity).
   const owners = new OwnerMetadataCache({
     client, kinds: [...BUILTIN_KINDS, ...cfg.followKinds], refreshMs: cfg.ownerRefreshMs, clock: realClock, log,
     changed: (uid) => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as D from './common/defaults.ts';
 import { ConfigError } from './common/errors.ts';
-import { parseFollowKinds, type FollowedKind } from './kube/ownermeta.ts';
+import { BUILTIN_KINDS, parseFollowKinds, type FollowedKind } from './kube/ownermeta.ts';
 
 export interface AgentConfig {
   nodeName: string;
@@ -33,23 +33,69 @@ export interface AgentConfig {
   annotationQps: number;
 }
 
-/** Flag name, env var, default, help. README's flag table lists the same rows. */
+/** The commands, with what each does: the top-level --help and docs/reference list them. */
+export const COMMANDS = {
+  run: 'watch this node\'s pods and project their ownerReferences into their volumes',
+  render: 'print (or write) the files the agent would write for one Pod manifest',
+  webhook: 'serve the admission webhook that makes KEP-4753\'s fieldRef metadata.ownerReferences valid',
+  inject: 'print what the webhook would make of a manifest (offline)',
+  doctor: 'check what the agent depends on, and say how to fix what is wrong',
+} as const;
+
+/** Every command's exit codes (main.ts, render's and inject's refusals), with what each means. */
+export const EXIT = {
+  ok: { code: 0, meaning: 'done' },
+  failure: { code: 1, meaning: 'bad input or a failure (doctor: a check failed)' },
+  usage: { code: 2, meaning: 'bad usage: no command, an unknown command or flag, a bad flag value' },
+  refused: { code: 3, meaning: '(render) the agent would post a Warning Event for the pod, (inject) the webhook would deny an object' },
+  sigpipe: { code: 141, meaning: 'the reader of standard output went away (as for a program killed by SIGPIPE)' },
+} as const;
+
+export function mainHelp(): string {
+  const commands = Object.entries(COMMANDS).map(([name, what]) => `  ${name.padEnd(8)} ${what}`);
+  const codes = Object.values(EXIT).map((e) => `  ${String(e.code).padEnd(8)} ${e.meaning}`);
+  return `Usage: ownerrefs-agent <command> [flags]
+
+Commands:
+${commands.join('\n')}
+
+Run "ownerrefs-agent <command> --help" for a command's flags. --debug adds the stack
+trace to an error message.
+
+Exit codes:
+${codes.join('\n')}
+`;
+}
+
+/**
+ * Flag name, env var, default, help (one line: --help prints it), and `doc` where the
+ * reference needs more than a line. docs/reference/command-line.md is generated from these.
+ */
 export const RUN_FLAGS = {
-  'node-name': { env: 'NODE_NAME', def: '', help: 'this node\'s name (required; from spec.nodeName via the downward API)' },
-  kubeconfig: { env: 'KUBECONFIG', def: '', help: 'kubeconfig path; empty means in-cluster service account' },
-  'kubelet-root': { env: 'OWNERREFS_KUBELET_ROOT', def: D.KUBELET_ROOT, help: 'kubelet root directory (a relative path is resolved against the working directory)' },
-  'health-addr': { env: 'OWNERREFS_HEALTH_ADDR', def: D.HEALTH_ADDR, help: 'host:port for /healthz, /readyz and /metrics' },
-  'log-level': { env: 'LOG_LEVEL', def: D.LOG_LEVEL, help: 'trace, debug, info, warn, error or fatal' },
+  'node-name': { env: 'NODE_NAME', def: '', help: 'this node\'s name (required; the DaemonSet sets it from spec.nodeName through the downward API)' },
+  kubeconfig: { env: 'KUBECONFIG', def: '', help: 'kubeconfig file; empty means the pod\'s service account (in-cluster)' },
+  'kubelet-root': { env: 'OWNERREFS_KUBELET_ROOT', def: D.KUBELET_ROOT, help: 'kubelet root directory, with volumes at pods/<uid>/volumes/kubernetes.io~empty-dir/<name> (a relative path is resolved against the working directory)' },
+  'health-addr': { env: 'OWNERREFS_HEALTH_ADDR', def: D.HEALTH_ADDR, help: 'host:port for /healthz, /readyz and /metrics (plain HTTP)' },
+  'log-level': {
+    env: 'LOG_LEVEL', def: D.LOG_LEVEL, help: 'trace, debug, info, warn, error or fatal',
+    doc: 'pino level: trace, debug, info, warn, error or fatal. Logs are JSON, one line per event, with pod, volume and reason fields; err is the type, message and errno or HTTP status for network and API failures (no stack on every retry), with the stack for anything else.',
+  },
   'resync-seconds': { env: 'OWNERREFS_RESYNC_SECONDS', def: String(D.RESYNC_MS / 1000), help: 'verify every volume on disk this often (backstop for missed inotify events)' },
-  'max-bytes': { env: 'OWNERREFS_MAX_BYTES', def: String(D.MAX_BYTES), help: 'refuse pods whose files add up to more than this' },
+  'max-bytes': { env: 'OWNERREFS_MAX_BYTES', def: String(D.MAX_BYTES), help: 'refuse pods whose files add up to more than this many bytes (Event reason TooLarge)' },
   'stall-seconds': { env: 'OWNERREFS_STALL_SECONDS', def: String(D.STALL_MS / 1000), help: 'replace a watch that sent nothing (not even a bookmark) for this long' },
   'ready-down-seconds': { env: 'OWNERREFS_READY_DOWN_SECONDS', def: String(D.READY_DOWN_MS / 1000), help: '/readyz fails after the pod watch has been down this long' },
   concurrency: { env: 'OWNERREFS_CONCURRENCY', def: String(D.CONCURRENCY), help: 'volumes written in parallel' },
-  'csi-socket': { env: 'OWNERREFS_CSI_SOCKET', def: '', help: 'serve the CSI driver ownerrefs.dev on this unix socket, the same path on the host (empty: CSI mode off)' },
-  'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: D.REGISTRATION_DIR, help: 'register the CSI driver with the kubelet in this directory (empty: do not register)' },
-  'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
-  'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: String(D.OWNER_REFRESH_MS / 1000), help: 'read an owner in use again after this long (bounds how late a change of its own owner shows)' },
-  'annotation-qps': { env: 'OWNERREFS_ANNOTATION_QPS', def: String(D.ANNOTATION_QPS), help: 'PATCHes of pod annotations per second on this node, after a burst of five times this' },
+  'csi-socket': {
+    env: 'OWNERREFS_CSI_SOCKET', def: '', help: 'serve the CSI driver ownerrefs.dev on this unix socket, the same path on the host (empty: CSI mode off)',
+    doc: 'Serve the CSI driver ownerrefs.dev on this unix socket (empty: CSI mode off). It is what the agent registers with the kubelet, which dials it: the path must be the same on the host. The chart uses <kubelet root>/plugins/ownerrefs.dev/csi.sock.',
+  },
+  'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: D.REGISTRATION_DIR, help: 'with --csi-socket: register the driver with the kubelet by serving ownerrefs.dev-reg.sock in this directory (empty: do not register; node-driver-registrar does)' },
+  'follow-kinds': {
+    env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)',
+    doc: `On nodes that follow owners: kinds to follow beyond ${BUILTIN_KINDS.map((k) => k.kind).join(', ')}, as group/version/Kind=resource,... (e.g. argoproj.io/v1alpha1/Rollout=rollouts); each needs get added to rbac-follow-owners.yaml.`,
+  },
+  'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: String(D.OWNER_REFRESH_MS / 1000), help: 'read an owner that pods still use again after this long (bounds how late a change of its own owner shows)' },
+  'annotation-qps': { env: 'OWNERREFS_ANNOTATION_QPS', def: String(D.ANNOTATION_QPS), help: `PATCHes of pod annotations (the KEP's syntax) per second on this node, after a burst of ${D.ANNOTATION_BURST_FACTOR} times this` },
 } as const;
 
 type FlagName = keyof typeof RUN_FLAGS;
@@ -66,7 +112,7 @@ type FlagName = keyof typeof RUN_FLAGS;
  * growing the heap and give freed pages back: under steady churn it otherwise lets the
  * old generation grow to several times the live heap and keeps the pages (the soak:
  * 112 MiB after 30 min and 128 after 60, against 68-78 MiB flat). docs/PERFORMANCE.md and
- * docs/soak measure all three.
+ * npm run soak measures all three.
  */
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--no-opt', '--no-maglev', '--memory-saver-mode'];
 
@@ -80,7 +126,7 @@ export const NODE_FLAGS_OPTIMIZING: readonly string[] = NODE_FLAGS.filter((f) =>
 /**
  * Environment the agent runs with (Dockerfile ENV; tests, demo and bench likewise).
  * glibc gives each libuv pool thread its own malloc arena; with two arenas the soak's
- * RSS stays flat instead of stepping up by tens of MB as arenas fragment (docs/soak).
+ * RSS stays flat instead of stepping up by tens of MB as arenas fragment (npm run soak).
  */
 export const AGENT_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 

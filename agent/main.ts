@@ -6,22 +6,7 @@ import { startAgent } from './agent.ts';
 import { ConfigError } from './common/errors.ts';
 import { oneLine } from './common/validation.ts';
 import { F, serializeErr } from './monitoring/logfields.ts';
-import { parseRunConfig, runHelp } from './config.ts';
-
-const HELP = `Usage: ownerrefs-agent <command> [flags]
-
-Commands:
-  run      watch this node's pods and project their ownerReferences into their volumes
-  render   print (or write) the files the agent would write for one Pod manifest
-  webhook  serve the admission webhook that makes KEP-4753's fieldRef metadata.ownerReferences valid
-  inject   print what the webhook would make of a manifest (offline)
-  doctor   check what the agent depends on, and say how to fix what is wrong
-
-Run "ownerrefs-agent <command> --help" for a command's flags. --debug adds the stack
-trace to an error message. Exit codes: 0 done, 1 bad input or a failure, 2 bad usage,
-3 (render) the agent would refuse the pod, (inject) the webhook would deny an object,
-141 the reader of standard output went away (as for a program killed by SIGPIPE).
-`;
+import { COMMANDS, EXIT, mainHelp, parseRunConfig, runHelp } from './config.ts';
 
 /**
  * Standard output that cannot be written (a reader that closed the pipe, `| head`; a full
@@ -31,20 +16,20 @@ trace to an error message. Exit codes: 0 done, 1 bad input or a failure, 2 bad u
  */
 function guardOutput(): void {
   const onError = (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(141);
+    if (err.code === 'EPIPE') process.exit(EXIT.sigpipe.code);
     process.stderr.write(`ownerrefs-agent: cannot write to standard output: ${oneLine(err.message)}\n`);
-    process.exit(1);
+    process.exit(EXIT.failure.code);
   };
   process.stdout.on('error', onError);
   // Nowhere left to say anything: end with the failure's code.
-  process.stderr.on('error', (err: NodeJS.ErrnoException) => process.exit(err.code === 'EPIPE' ? 141 : 1));
+  process.stderr.on('error', (err: NodeJS.ErrnoException) => process.exit(err.code === 'EPIPE' ? EXIT.sigpipe.code : EXIT.failure.code));
 }
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv.filter((a) => a !== '--debug'); // --debug: see the error handler below
   if (cmd === undefined || cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    process.stdout.write(HELP);
-    return cmd === undefined ? 2 : 0;
+    process.stdout.write(mainHelp());
+    return cmd === undefined ? EXIT.usage.code : EXIT.ok.code;
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     if (cmd === 'run') process.stdout.write(runHelp());
@@ -53,7 +38,7 @@ async function main(argv: string[]): Promise<number> {
     else if (cmd === 'webhook') process.stdout.write((await import('./webhook/config.ts')).webhookHelp());
     else if (cmd === 'doctor') process.stdout.write((await import('./cli/doctor.ts')).DOCTOR_HELP);
     else return unknownCommand(cmd);
-    return 0;
+    return EXIT.ok.code;
   }
   if (cmd === 'render') {
     // Loaded on demand: `run` on every node should not carry the YAML parser.
@@ -77,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
   });
   await agent.stop();
   log.info('stopped');
-  return 0;
+  return EXIT.ok.code;
 }
 
 /** In the agent's container with no flags: the agent's own (PID 1's); else run's flags as given. */
@@ -98,7 +83,7 @@ async function doctor(argv: string[]): Promise<number> {
   try {
     const findings = await d.runChecks({ nodeName: cfg.nodeName, kubeletRoot: cfg.kubeletRoot, csiSocket: cfg.csiSocket, registrationDir: cfg.registrationDir }, d.processEnv(api));
     process.stdout.write(d.formatFindings(findings));
-    return findings.some((f) => f.verdict === 'FAIL') ? 1 : 0;
+    return findings.some((f) => f.verdict === 'FAIL') ? EXIT.failure.code : EXIT.ok.code;
   } finally {
     api.close();
   }
@@ -116,12 +101,13 @@ async function serveWebhook(argv: string[]): Promise<number> {
   });
   await webhook.stop();
   log.info('stopped');
-  return 0;
+  return EXIT.ok.code;
 }
 
 function unknownCommand(cmd: string): number {
-  process.stderr.write(`ownerrefs-agent: unknown command ${oneLine(JSON.stringify(cmd))}; the commands are run, render, webhook, inject and doctor (ownerrefs-agent --help)\n`);
-  return 2;
+  const names = Object.keys(COMMANDS);
+  process.stderr.write(`ownerrefs-agent: unknown command ${oneLine(JSON.stringify(cmd))}; the commands are ${names.slice(0, -1).join(', ')} and ${names.at(-1)} (ownerrefs-agent --help)\n`);
+  return EXIT.usage.code;
 }
 
 /** Bad flags or values: exit 2, as CLIs do. Everything else the user can meet (bad input, a missing file) is 1. */
@@ -139,7 +125,7 @@ main(argv).then(
     process.stderr.write(`ownerrefs-agent: ${oneLine(message)}\n`);
     // The stack is for us, not the user: only on request.
     if (argv.includes('--debug') && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
-    process.exitCode = isUsageError(err) ? 2 : 1;
+    process.exitCode = isUsageError(err) ? EXIT.usage.code : EXIT.failure.code;
     // A start that failed half-way can leave handles open (the directory watch, timers):
     // exit rather than idle unready with no health endpoint. Unref'd: it never delays a
     // process that would end anyway, and stderr has the time to flush.

@@ -15,22 +15,25 @@ import { encodeOwner } from './ownerreferences.ts';
 import type { KeepRule, OwnerReference } from './types.ts';
 
 /**
- * Why a chain stops where it does; a program reads `reason`, a person `message`.
- *   Top             the last owner has no controller: it is the workload
- *   NoController    the pod itself has no controlling owner (a bare pod)
- *   Pending         the next owner is being read; the file is written again when it is
- *   NotFound        the next owner does not exist (deleted: the garbage collector will act)
- *   UIDMismatch     an object of that name exists with another UID (the GC's rule: the owner is gone)
- *   KindNotFollowed the next owner's kind is not on the node's allow-list
- *   NotServed       the API server does not serve that kind
- *   Forbidden       the agent may not read that kind (RBAC)
- *   Cycle           an owner appears twice
- *   TooLong         more owners than the agent follows
- *   Unavailable     reading the owner failed (retried)
- *   NotFollowed     (a volume item asked for the chain) this node does not follow owners
+ * Why a chain stops where it does (`end.reason`), each with what it means: a program reads
+ * the reason, a person the message. docs/reference/files.md is generated from this table.
  */
-export type ChainEnd = 'Top' | 'NoController' | 'Pending' | 'NotFound' | 'UIDMismatch' | 'KindNotFollowed' | 'NotServed' | 'Forbidden' |
-  'Cycle' | 'TooLong' | 'Unavailable' | 'NotFollowed';
+export const CHAIN_END_REASONS = {
+  Top: 'the last owner has no controller: it is the workload (a Node, a mirror pod\'s controller, is a top too)',
+  NoController: 'the pod itself has no controlling owner (a bare pod)',
+  Pending: 'the next owner is being read; the file is written again when it is',
+  NotFound: 'the next owner does not exist (deleted: the garbage collector will act)',
+  UIDMismatch: 'an object of that name exists with another UID (the garbage collector\'s rule: the owner is gone)',
+  KindNotFollowed: 'the next owner\'s kind is not on the node\'s list of kinds to follow (--follow-kinds)',
+  NotServed: 'the API server does not serve that kind',
+  Forbidden: 'the agent may not read that kind (RBAC: rbac-follow-owners.yaml)',
+  Cycle: 'an owner appears twice',
+  TooLong: 'more owners than the agent follows',
+  Unavailable: 'reading the owner failed (retried)',
+  NotFollowed: '(a volume item asked for the chain) this node does not follow owners',
+} as const;
+
+export type ChainEnd = keyof typeof CHAIN_END_REASONS;
 
 export interface ControllerChain {
   /** Controlling owner references, nearest first; item k is read from the object of item k-1 (item 0 from the pod). */

@@ -4,23 +4,29 @@
 
 import { describe } from '../../projections/describe.ts';
 
-/** Every failure reason, with what it means; the first group is the pod author's to fix. */
+/**
+ * Every failure reason, with what it means; the first group is the pod author's to fix.
+ * docs/reference/events.md is generated from this table.
+ */
 export const FAILURE_REASONS = {
-  InvalidAnnotation: 'annotation value is not a list of valid volume names',
-  VolumeNotDeclared: 'annotation names a volume the pod does not have',
-  UnsupportedVolumeType: 'names a volume that is not an emptyDir',
+  InvalidAnnotation: 'the ownerrefs.dev/volume annotation is not a comma-separated list of valid volume names (DNS-1123 labels), or names too many',
+  VolumeNotDeclared: 'the annotation names a volume the pod does not have',
+  UnsupportedVolumeType: 'the annotation names a volume that is not an emptyDir',
   InvalidMirrorUID: 'kubernetes.io/config.mirror is not a valid uid, or names another pod',
   InvalidUID: 'metadata.uid is not a valid pod uid (only a hand-written manifest has one: render)',
   InvalidDownwardAPI: "a CSI volume's downwardAPI items cannot be served",
-  TooLarge: 'rendered files exceed the size limit',
+  TooLarge: 'the rendered files add up to more than the size limit (--max-bytes)',
   UnsafePath: 'a symlink or non-directory on the way to the volume',
   NameTaken: 'something that is not our file sits at one of our names',
   // The node's, not the pod author's:
-  WriteFailed: 'the filesystem refused (read-only, full, I/O error)',
-  VolumeNotFound: 'the kubelet has not created (or has removed) the directory',
+  WriteFailed: 'the filesystem refused (read-only, full, I/O error); retried with backoff',
+  VolumeNotFound: 'the kubelet has not created (or has removed) the directory; for an emptyDir no Event: the agent writes when the directory appears',
 } as const;
 
 export type FailureReason = keyof typeof FAILURE_REASONS;
+
+/** The node's failures, not the pod author's: their alert is OwnerRefsWriteFailures, not OwnerRefsPodsMisconfigured. */
+export const NODE_SIDE_REASONS: readonly FailureReason[] = ['WriteFailed', 'VolumeNotFound'];
 
 export interface ErrorContext {
   pod?: string | undefined; // namespace/name

@@ -15,14 +15,16 @@ interface LabelSpec {
   doc: string;
 }
 
-/** The label table; README's reference table documents the same rows. */
+/** The label table, with what each does; docs/reference/node-labels.md is generated from it. */
 export const NODE_LABELS: readonly LabelSpec[] = [
-  { label: 'ownerrefs.dev/paused', key: 'paused', default: false, doc: 'stop projecting on this node; files stay as they are' },
-  { label: 'ownerrefs.dev/env-file', key: 'envFile', default: true, doc: 'write ownerReferences.env' },
-  { label: 'ownerrefs.dev/dependents-file', key: 'dependentsFile', default: true, doc: 'write dependentOwnerReferences' },
-  { label: 'ownerrefs.dev/node-file', key: 'nodeFile', default: true, doc: 'write nodeOwnerReferences (the pod\'s Node as an owner)' },
+  { label: 'ownerrefs.dev/paused', key: 'paused', default: false,
+    doc: 'stop projecting on this node; files stay exactly as they are (no updates, no self-heal). Unpausing verifies and updates every volume' },
+  { label: 'ownerrefs.dev/env-file', key: 'envFile', default: true, doc: 'write ownerReferences.env; turning it off removes the file the agent wrote' },
+  { label: 'ownerrefs.dev/dependents-file', key: 'dependentsFile', default: true, doc: 'write dependentOwnerReferences; turning it off removes the file the agent wrote' },
+  { label: 'ownerrefs.dev/node-file', key: 'nodeFile', default: true,
+    doc: 'write nodeOwnerReferences (the pod\'s Node as an owner); turning it off removes the file the agent wrote' },
   { label: 'ownerrefs.dev/follow-owners', key: 'followOwners', default: false,
-    doc: 'write controllerChain and workloadOwnerReferences; needs rbac-follow-owners.yaml applied' },
+    doc: 'write the files controllerChain and workloadOwnerReferences, reading owners\' metadata (the workload annotations are kept current on every node); needs rbac-follow-owners.yaml applied (without it the chains end Forbidden and the Node gets a Warning Event). Turning it off removes both files' },
 ];
 
 export const DEFAULT_SETTINGS: NodeSettings = Object.freeze(

@@ -1,42 +1,43 @@
 // Prometheus metrics (prom-client). One registry per agent so tests can run several.
-// README's metrics table documents each of these.
+// docs/reference/metrics.md is generated from these: the help is the documentation.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { EVENT_QUEUE, HANDSHAKE_DEADLINE } from '../common/defaults.ts';
 
 export class AgentMetrics {
   readonly registry = new Registry();
 
   readonly watchStarts = new Counter({
     name: 'ownerrefs_watch_starts_total',
-    help: 'Watch (re)starts by resource and reason (initial, timeout, expired, error, stall).',
+    help: 'Watch (re)starts by resource and reason: initial (once per life, also when a server without streamed lists refuses the first request and the agent lists instead), timeout (the server\'s timeout, normal), closed (the server ended the watch well before its timeout: draining or restarting), expired (410 Gone), error, stall (nothing received for --stall-seconds).',
     labelNames: ['resource', 'reason'] as const,
     registers: [this.registry],
   });
 
   readonly relists = new Counter({
     name: 'ownerrefs_relists_total',
-    help: 'Full relists after the initial one, by resource and reason.',
+    help: 'Full relists after the initial one, by resource and reason (the reasons of ownerrefs_watch_starts_total).',
     labelNames: ['resource', 'reason'] as const,
     registers: [this.registry],
   });
 
   readonly firstStates = new Counter({
     name: 'ownerrefs_first_states_total',
-    help: 'Complete first states (the first and each relist) by resource and how they were read: stream (one watch with sendInitialEvents) or list.',
+    help: 'Complete first states (the first and each relist) by resource and how they were read: stream (one watch with sendInitialEvents=true, the API server\'s WatchList feature) or list (a server without it, which the agent then lists from for good, or the one list after a stream that broke off).',
     labelNames: ['resource', 'how'] as const,
     registers: [this.registry],
   });
 
   readonly apiRequests = new Counter({
     name: 'ownerrefs_api_requests_total',
-    help: 'Requests the agent made to the API server, by verb and status code.',
+    help: 'Requests the agent made to the API server, by verb and status code (error: no answer).',
     labelNames: ['verb', 'code'] as const,
     registers: [this.registry],
   });
 
   readonly apiHandshakeTimeouts = new Counter({
     name: 'ownerrefs_api_handshake_timeouts_total',
-    help: 'New connections to the API server given up because their TLS handshake did not finish in time: accepted but not served (a server still starting, one too loaded to handshake, a load balancer without a serving backend).',
+    help: `New connections to the API server given up because their TLS handshake did not finish in time (${HANDSHAKE_DEADLINE.initialMs / 1000} s, doubling to ${HANDSHAKE_DEADLINE.maxMs / 1000} s): accepted but not served (a server still starting, one too loaded to handshake, a load balancer without a serving backend). Also counted in ownerrefs_api_requests_total as code="error".`,
     registers: [this.registry],
   });
 
@@ -61,14 +62,14 @@ export class AgentMetrics {
 
   readonly failures = new Counter({
     name: 'ownerrefs_projection_failures_total',
-    help: 'Projection failures by reason.',
+    help: 'Projection failures by reason (the reasons of the OwnerRefsProjectionFailed Event).',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
 
   readonly eventsDropped = new Counter({
     name: 'ownerrefs_events_dropped_total',
-    help: 'Kubernetes Events not sent: an object over its rate limit, or more than 1,000 waiting for the API server.',
+    help: `Kubernetes Events not sent: an object over its rate limit, or more than ${EVENT_QUEUE} waiting for the API server.`,
     registers: [this.registry],
   });
 
@@ -81,7 +82,7 @@ export class AgentMetrics {
 
   readonly annotationWrites = new Counter({
     name: 'ownerrefs_annotation_writes_total',
-    help: 'PATCHes of pod annotations that the KEP syntax reads, by result: ok, conflict (the pod changed since: retried), notfound, forbidden, invalid (refused by RBAC or the agent\'s ValidatingAdmissionPolicy), error.',
+    help: 'PATCHes of pod annotations that the KEP syntax reads, by result: ok, conflict (the pod changed since the view the value was computed from: retried from the newer one), notfound, forbidden and invalid (refused by RBAC or the agent\'s ValidatingAdmissionPolicy: also a Warning Event), error.',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
@@ -101,7 +102,7 @@ export class AgentMetrics {
 
   readonly podsTracked = new Gauge({
     name: 'ownerrefs_pods_tracked',
-    help: 'Pods on this node that opted in.',
+    help: 'Pods on this node that opted in (the ownerrefs.dev/volume annotation or an ownerrefs.dev CSI volume).',
     registers: [this.registry],
   });
 
@@ -116,7 +117,7 @@ export class AgentMetrics {
 
   readonly volumesUnwatched: Gauge = new Gauge({
     name: 'ownerrefs_volumes_unwatched',
-    help: 'Volumes without a directory watch (the node ran out of inotify watches): healed only by the periodic resync.',
+    help: 'Volumes without a directory watch (the node ran out of inotify watches, which the agent shares with the kubelet and the container runtime): healed only by the periodic resync until the watch, retried every few seconds, is set up.',
     registers: [this.registry],
     collect: () => this.volumesUnwatched.set(this.unwatchedVolumes()),
   });
@@ -132,7 +133,7 @@ export class AgentMetrics {
 
   readonly watchDown = new Gauge({
     name: 'ownerrefs_watch_down_seconds',
-    help: 'How long the watch of this resource has been down (0 while it is connected); the pods watch is what keeps files current.',
+    help: 'How long the watch of this resource (pods or nodes) has been down (0 while it is connected); the pods watch is what keeps files current.',
     labelNames: ['resource'] as const,
     registers: [this.registry],
     collect: () => {

@@ -21,15 +21,28 @@ export interface RunningWebhook {
   stop(): Promise<void>;
 }
 
-export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<RunningWebhook> {
+/**
+ * The webhook's metrics on a registry of their own; `owners` is read at each scrape.
+ * docs/reference/metrics.md is generated from them.
+ */
+export function webhookMetrics(owners: () => number, opts: { processMetrics?: boolean } = {}) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const reviews = new Counter({ name: 'ownerrefs_webhook_reviews_total', help: 'AdmissionReviews answered, by result (mutated, unchanged, denied, malformed: not a review, too large, timed out; error: could not be processed) and kind (a served kind, other, or empty when unread)', labelNames: ['result', 'kind'], registers: [registry] });
+  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const reviews = new Counter({ name: 'ownerrefs_webhook_reviews_total', help: 'AdmissionReviews answered, by result (mutated, unchanged, denied; malformed: a body that is not a review, too large or too slow; error: a review it could not process, denied) and kind (a served kind, other, or empty when unread)', labelNames: ['result', 'kind'], registers: [registry] });
   const seconds = new Histogram({ name: 'ownerrefs_webhook_review_seconds', help: 'Time from a review\'s arrival to its answer', buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1], registers: [registry] });
   // The error series exist from the start at 0: an alert on increase() cannot see the first
   // error of a series that appears at 1.
   for (const kind of [...SERVED_KINDS, 'other']) reviews.inc({ result: 'error', kind }, 0);
   const expiry = new Gauge({ name: 'ownerrefs_webhook_certificate_expiry_timestamp_seconds', help: 'When the serving certificate expires (Unix time)', registers: [registry] });
+  // The chains of pods that read their workload: owners' metadata, read and cached (chains.ts).
+  const ownerReads = new Counter({ name: 'ownerrefs_webhook_owner_reads_total', help: 'Metadata reads of pods\' owners for the workload values set at admission, by kind and outcome (ok or the status code)', labelNames: ['kind', 'code'], registers: [registry] });
+  new Gauge({ name: 'ownerrefs_webhook_owners_cached', help: 'Owners whose metadata the webhook holds (at most --max-owners: the least lately used goes first)', registers: [registry], collect() { this.set(owners()); } });
+  return { registry, reviews, seconds, expiry, ownerReads };
+}
+
+export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<RunningWebhook> {
+  let ownersCached = () => 0; // the cache is made once TLS is up; scrapes start later still
+  const { registry, reviews, seconds, expiry, ownerReads } = webhookMetrics(() => ownersCached());
   /** When the certificate being served is valid; readiness follows it, not the last refresh. */
   let validity: { from: number; to: number } | undefined;
 
@@ -65,8 +78,6 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   }
   validity = setExpiry(tls, expiry);
 
-  // The chains of pods that read their workload: owners' metadata, read and cached (chains.ts).
-  const ownerReads = new Counter({ name: 'ownerrefs_webhook_owner_reads_total', help: 'Metadata reads of pods\' owners for the workload values set at admission, by kind and outcome (ok or the status code)', labelNames: ['kind', 'code'], registers: [registry] });
   // Credentials that cannot be loaded cost only these values (Unavailable): TLS from files needs no API.
   let ownerClient: Pick<KubeApiClient, 'json' | 'stream'>;
   try {
@@ -80,7 +91,7 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
     budgetMs: cfg.ownerBudgetMs, refreshMs: cfg.ownerRefreshMs, maxOwners: cfg.maxOwners, followKinds: cfg.followKinds,
     observe: (kind, code) => ownerReads.inc({ kind, code }),
   });
-  new Gauge({ name: 'ownerrefs_webhook_owners_cached', help: 'Owners whose metadata the webhook holds', registers: [registry], collect() { this.set(chains.owners); } });
+  ownersCached = () => chains.owners;
 
   const server = await startWebhookServer({
     host: cfg.listenHost, port: cfg.listenPort, tls, log, chains: (ns, owners) => chains.resolve(ns, owners),

@@ -28,16 +28,17 @@ export interface WebhookConfig {
   followKinds: FollowedKind[];
 }
 
+/** Flag name, env var, default, help (one line: --help prints it). docs/reference/command-line.md is generated from these. */
 export const WEBHOOK_FLAGS = {
-  listen: { env: 'OWNERREFS_WEBHOOK_LISTEN', def: ':9443', help: 'host:port for HTTPS (POST /mutate)' },
+  listen: { env: 'OWNERREFS_WEBHOOK_LISTEN', def: ':9443', help: 'host:port for HTTPS: the API server\'s calls (POST /mutate)' },
   'health-addr': { env: 'OWNERREFS_HEALTH_ADDR', def: ':8081', help: 'host:port for /healthz, /readyz and /metrics (plain HTTP)' },
-  kubeconfig: { env: 'KUBECONFIG', def: '', help: 'kubeconfig path; empty means in-cluster service account' },
+  kubeconfig: { env: 'KUBECONFIG', def: '', help: 'kubeconfig file; empty means the pod\'s service account (in-cluster)' },
   'log-level': { env: 'LOG_LEVEL', def: 'info', help: 'trace, debug, info, warn, error or fatal' },
   'tls-cert-file': { env: 'OWNERREFS_TLS_CERT_FILE', def: '', help: 'serve this certificate (PEM; cert-manager\'s tls.crt); empty: self-managed CA in --secret' },
-  'tls-key-file': { env: 'OWNERREFS_TLS_KEY_FILE', def: '', help: 'its private key (PEM)' },
+  'tls-key-file': { env: 'OWNERREFS_TLS_KEY_FILE', def: '', help: 'its private key (PEM; cert-manager\'s tls.key); both files are re-read when they change' },
   namespace: { env: 'POD_NAMESPACE', def: 'ownerrefs-system', help: 'the webhook\'s namespace (the Secret lives here)' },
   service: { env: 'OWNERREFS_WEBHOOK_SERVICE', def: 'ownerrefs-webhook', help: 'the Service in front of the webhook: the certificate names it' },
-  secret: { env: 'OWNERREFS_WEBHOOK_SECRET', def: 'ownerrefs-webhook-tls', help: 'self-managed mode: the Secret holding the CA and serving pair' },
+  secret: { env: 'OWNERREFS_WEBHOOK_SECRET', def: 'ownerrefs-webhook-tls', help: 'self-managed mode: the Secret holding the CA and serving pair, which the webhook makes and renews' },
   'webhook-config': { env: 'OWNERREFS_WEBHOOK_CONFIG', def: 'ownerrefs.dev', help: 'self-managed mode: the MutatingWebhookConfiguration whose caBundle is kept current' },
   'extra-san': { env: 'OWNERREFS_WEBHOOK_EXTRA_SAN', def: '', help: 'comma-separated extra DNS names or IPs for the self-managed certificate' },
   'owner-budget-ms': { env: 'OWNERREFS_OWNER_BUDGET_MS', def: '1000', help: 'a pod that reads its workload: the longest one admission waits for owner reads (then the values say Pending and the agent fills them in)' },
