@@ -14,7 +14,8 @@
 //   npm run bench:kubelet -- --node-cpu-shares=8192   the node side weighted (support/cpugroup.ts)
 //   npm run bench:kubelet -- --pairs=5            five runs, each a fresh set of pods
 //
-// Results: bench/results/kubelet.json (or --out).
+// Results: bench/results/kubelet.json (or --out) and its chart beside it, kubelet.svg
+// (support/kubeletchart.ts; `npm run bench:rerender` redraws it from the JSON).
 
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -30,6 +31,7 @@ import { buildAgent, startAgent } from './support/agent.ts';
 import { CpuGroup } from './support/cpugroup.ts';
 import { loadavg, machine } from './support/machine.ts';
 import { sample } from './support/proc.ts';
+import { renderKubeletChart, type KubeletChartInput } from './support/kubeletchart.ts';
 import { dist, nowMs, round, type Dist } from './support/stats.ts';
 
 const { values: flags } = parseArgs({
@@ -195,7 +197,10 @@ async function main(): Promise<void> {
     const out = { date: new Date().toISOString(), machine: machine(), pods: PODS, rounds: ROUNDS, nodeCpuShares: flags['node-cpu-shares'] ? Number(flags['node-cpu-shares']) : undefined, runs };
     mkdirSync(path.dirname(flags.out!), { recursive: true });
     writeFileSync(flags.out!, JSON.stringify(out, null, 2) + '\n');
-    say(`results in ${path.relative(process.cwd(), flags.out!)}`);
+    // The chart beside it, from what was just written (bench/rerender.ts redraws it from the file).
+    const chart = flags.out!.replace(/\.json$/, '') + '.svg';
+    writeFileSync(chart, renderKubeletChart(JSON.parse(readFileSync(flags.out!, 'utf8')) as KubeletChartInput));
+    say(`results in ${path.relative(process.cwd(), flags.out!)}, chart in ${path.relative(process.cwd(), chart)}`);
     const bad = runs.filter((r) => r.patchesPerOwnerChange !== 1 || r.patchesPerCreate !== 0);
     if (bad.length > 0) throw new Error(`expected no PATCH per pod created and one per owner change, got ${JSON.stringify(bad.map((r) => [r.patchesPerCreate, r.patchesPerOwnerChange]))}`);
   } finally {

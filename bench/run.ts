@@ -2,7 +2,7 @@
 // Measures start-up, propagation latency (with a bare watch client as the floor),
 // unrelated churn, memory, CPU and API cost; writes bench/results/latest.json and a
 // chart; then the webhook (bench/webhook.ts) and the KEP's syntax on the real kubelet
-// (bench/kubelet.ts). See docs/PERFORMANCE.md for the method and the results.
+// (bench/kubelet.ts). docs/contributing/benchmarks.md has the method, docs/PERFORMANCE.md the results.
 //
 //   npm run bench                          N = 100, 500, 1000 (about 9 min on 2 cores)
 //   npm run bench:smoke                    N = 20, for CI (no timing is asserted anywhere)
@@ -16,15 +16,15 @@
 //                                          the same with the node side (agents, floor, file probe)
 //                                          weighted 8x the control plane on the shared cores
 //   npm run bench -- --sizes=1000 --no-extras --pairs=3 --no-quiet-probe
-//                                          propagation as an inotify probe sees it (the method
-//                                          before 2026-11-26), not by the files' ctime
+//                                          propagation as an inotify probe sees it (woken by each
+//                                          of the agent's writes), not by the files' ctime
 //
 // Flags: --sizes=100,500,1000 --out=FILE.json --chart=FILE.svg --baseline-ref=REF --agent-ref=REF
 //        --what-if=KEY,... --bundle --profile --volumes=memory|disk --no-extras --pairs=K --node-cpu-shares=N
 //        --no-quiet-probe
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { missingForRealNode } from '../localcluster/node/realnode.ts';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,7 +37,7 @@ import { startBenchCluster } from './support/cluster.ts';
 import { ProbeProcess } from './support/ipc.ts';
 import { measureN, waitUntil } from './support/measure.ts';
 import { clearFiles, createPods, switchOwners, type BenchPod } from './support/pods.ts';
-import { FEATURES_LABEL, IDLE_SCRAPES, IDLE_SETTLE_MS, SHIPPED_IDLE, updateDoc, type PairRun, type Results } from './support/report.ts';
+import { FEATURES_LABEL, IDLE_SCRAPES, IDLE_SETTLE_MS, SHIPPED_IDLE, updateDocs, type PairRun, type Results } from './support/report.ts';
 import { cpuBetween, sample } from './support/proc.ts';
 import { CpuGroup } from './support/cpugroup.ts';
 import { benchWebhook, printWebhook } from './webhook.ts';
@@ -82,7 +82,7 @@ const { values: flags } = parseArgs({
     'node-cpu-shares': { type: 'string' },
     // The file probe does not watch during the bursts: propagation by each file's ctime, read
     // after the burst (bench/probes/files.ts), so the probe never takes the CPU from the agent.
-    // --no-quiet-probe: the inotify probe of the runs before 2026-11-26 (woken by each event).
+    // --no-quiet-probe: an inotify probe, woken by each of the agent's writes during the bursts.
     'quiet-probe': { type: 'boolean', default: true },
   },
   allowNegative: true,
@@ -136,7 +136,7 @@ const WHAT_IF: Record<string, Variant> = {
   stgc: { label: "V8's single-threaded GC (NODE_FLAGS plus --single-threaded-gc: no concurrent marking or sweeping)", nodeFlags: [...NODE_FLAGS, '--single-threaded-gc'] },
 };
 /**
- * Every optional feature of the agent on (issue 19's budget), in the same run as the agent
+ * Every optional feature of the agent on (held to the same targets), in the same run as the agent
  * with its defaults: the CSI driver served (gRPC loaded), owners followed (the node
  * labelled ownerrefs.dev/follow-owners=true; the bench pods' owners are ConfigMaps, so
  * --follow-kinds adds them, and a ClusterRole lets the agent get them) and the node file
@@ -168,7 +168,7 @@ async function main(): Promise<void> {
   const agent = buildAgent(ref);
   if (ref) result.agentRef = { ref, nodeFlags: agent.nodeFlags };
   const mainJs = agent.main;
-  // Bundling only with --bundle: it saved nothing measurable (docs/PERFORMANCE.md).
+  // Bundling only with --bundle: it saved nothing measurable.
   const bundleJs = flags.extras && flags.bundle ? bundleAgent(mainJs) : undefined;
   const baseline = flags['baseline-ref'] ? buildAgent(flags['baseline-ref']) : undefined;
   const hook = flags.extras ? buildVariants() : '';
@@ -281,7 +281,7 @@ async function main(): Promise<void> {
     }
     result.perN = perN;
 
-    // --- Every optional feature on, at the largest N, in this same run (issue 19's budget).
+    // --- Every optional feature on, at the largest N, in this same run (the same budget).
     say(`every optional feature on at N=${pods.length}`);
     await reset(pods);
     const atLargest = (start: () => Promise<RunningAgentProc>) => measureN(pods.length, pods, cluster, floor, files, start, mo);
@@ -299,7 +299,7 @@ async function main(): Promise<void> {
     }
     result.pairs = pairRuns;
 
-    // --- What-if runs at the largest N (not the product as shipped; see docs/PERFORMANCE.md).
+    // --- What-if runs at the largest N (not the product as shipped; docs/contributing/benchmarks.md).
     const whatIf: Record<string, unknown>[] = [];
     for (const key of flags.extras ? whatIfKeys : []) {
       const v = WHAT_IF[key]!;
@@ -329,12 +329,15 @@ async function main(): Promise<void> {
     result.loadAfter = loadavg();
     result.wallS = round((nowMs() - t0) / 1000, 1);
     writeFileSync(flags.out, `${JSON.stringify(result, null, 2)}\n`);
-    writeFileSync(flags.chart, renderChart(result as never));
+    // The chart and tables from the file just written, as bench/rerender.ts and
+    // test/packaging/charts.test.ts render them: the same bytes from the same JSON.
+    const written = JSON.parse(readFileSync(flags.out, 'utf8')) as Results;
+    writeFileSync(flags.chart, renderChart(written as never));
     say(`wrote ${path.relative(ROOT, flags.out)} and ${path.relative(ROOT, flags.chart)}`);
     // Only the full run's default output feeds the documentation's tables.
     if (path.resolve(flags.out) === DEFAULT_OUT) {
-      updateDoc(path.join(ROOT, 'docs/PERFORMANCE.md'), result as unknown as Results);
-      say('updated the tables in docs/PERFORMANCE.md');
+      const changed = updateDocs(ROOT, written);
+      say(`tables: ${changed.length ? `updated ${changed.join(', ')}` : 'unchanged'}`);
     }
   } finally {
     for (const c of cleanups) await c().catch((err: unknown) => process.stderr.write(`cleanup: ${String(err)}\n`));
@@ -346,7 +349,9 @@ async function main(): Promise<void> {
     if (missing.length > 0) say(`kubelet: SKIPPED, no real node here (this machine lacks ${missing.join(', ')})`);
     else {
       say('kubelet: owner changes through the annotation beside label changes, read inside the containers of a real node');
-      execFileSync(process.execPath, [path.join(ROOT, 'bench', 'kubelet.ts'), ...(flags['node-cpu-shares'] ? [`--node-cpu-shares=${flags['node-cpu-shares']}`] : [])], { stdio: 'inherit' });
+      // Beside --out when it is not the default, so that a side run leaves bench/results/kubelet.json alone.
+      const out = path.resolve(flags.out) === DEFAULT_OUT ? [] : [`--out=${flags.out.replace(/\.json$/, '')}-kubelet.json`];
+      execFileSync(process.execPath, [path.join(ROOT, 'bench', 'kubelet.ts'), ...out, ...(flags['node-cpu-shares'] ? [`--node-cpu-shares=${flags['node-cpu-shares']}`] : [])], { stdio: 'inherit' });
     }
   }
 }

@@ -1,7 +1,7 @@
 // `npm run soak [-- --minutes=30 --pods=50 --rate=20 --node-flags='--some-v8-flag' --out=FILE]`: bounded random churn against
 // the local control plane and the compiled agent, sampling the agent's RSS and open file descriptors. At the
 // end every file must be correct, and RSS and fds must be flat (not growing with time).
-// Results go to docs/soak/latest.json; exit code 1 if a check fails.
+// Results go to bench/results/soak.json; exit code 1 if a check fails.
 
 import { existsSync, readdirSync, readFileSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -16,7 +16,7 @@ import { buildAgent } from '../bench/support/agent.ts';
 import { startLocalCluster } from './localcluster.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, pods: { type: 'string', default: '50' }, rate: { type: 'string', default: '20' },
-  // Added after the agent's NODE_FLAGS, to try a V8 setting under churn; --out elsewhere than docs/soak/latest.json.
+  // Added after the agent's NODE_FLAGS, to try a V8 setting under churn; --out elsewhere than bench/results/soak.json.
   'node-flags': { type: 'string', default: '' }, out: { type: 'string' } } });
 const MINUTES = Number(values.minutes);
 const PODS = Number(values.pods);
@@ -164,7 +164,7 @@ async function main(): Promise<number> {
       fdGrowth: Math.round(fdGrowth * 10) / 10, nodeFlags: [...NODE_FLAGS, ...nodeFlags],
       machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`, samples,
     };
-    const out = values.out ?? path.join(import.meta.dirname, '..', 'docs', 'soak', 'latest.json');
+    const out = values.out ?? path.join(import.meta.dirname, '..', 'bench', 'results', 'soak.json');
     mkdirSync(path.dirname(out), { recursive: true });
     writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
     const ok = left === 0 && rssGrowth < 0.2 && heapGrowth < 0.2 && fdGrowth < 5;

@@ -20,7 +20,7 @@ export const CONCURRENCY = 4;
 /**
  * Pods of a first state (or relist) rendered before the event loop gets a turn. Rendering
  * 1,000 pods in one go with every feature on let V8's young generation grow to 14 MiB while
- * a major GC could not finish (docs/PERFORMANCE.md); slices keep it at its 2 MiB bound.
+ * a major GC could not finish (docs/contributing/benchmarks.md); slices keep it at its 2 MiB bound.
  */
 export const FIRST_STATE_SLICE = 100;
 /** --ready-down-seconds: /readyz fails once the pod watch has been down this long. */

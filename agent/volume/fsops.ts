@@ -4,7 +4,7 @@
 //   about 20 µs of CPU on tmpfs, and a call stuck on a hung disk blocks only a pool
 //   thread: the agent stays responsive. Used for disk-backed volumes.
 // inline: the synchronous calls, on the event loop. On tmpfs they cannot block on a
-//   device and cost a fifth of the CPU (docs/PERFORMANCE.md: a 1,000-pod burst drains
+//   device and cost a fifth of the CPU (docs/contributing/benchmarks.md: a 1,000-pod burst drains
 //   at the watch's own pace instead of queueing). Used for memory-backed volumes only.
 
 import fs from 'node:fs';

@@ -1,6 +1,8 @@
 // The benchmark's chart as a self-contained SVG (no browser or plotting library):
 // propagation latency distributions (agent vs the bare-watch floor) per N, RSS against
-// N, and start-up time against N, each with its target drawn in.
+// N, and start-up time against N, each with its target drawn in. The SVG helpers are
+// shared with bench:kubelet's chart (kubeletchart.ts). Both are pure functions of their
+// result file, so test/packaging/charts.test.ts can tell a stale chart.
 
 import { MB_IN_MIB, idleShipped } from './report.ts';
 
@@ -17,7 +19,7 @@ interface Result {
   }[];
 }
 
-const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
+export const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e'];
 const PANEL = { w: 330, h: 280, top: 60, gap: 70 };
 const W = 70 + 3 * (PANEL.w + PANEL.gap) - 40;
 const H = 480;
@@ -25,8 +27,8 @@ const H = 480;
 const legendY = (k: number) => PANEL.top + PANEL.h + 62 + k * 16;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-const text = (x: number, y: number, s: string, attrs = '') => `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attrs}>${esc(s)}</text>`;
-const line = (x1: number, y1: number, x2: number, y2: number, attrs = '') =>
+export const text = (x: number, y: number, s: string, attrs = '') => `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attrs}>${esc(s)}</text>`;
+export const line = (x1: number, y1: number, x2: number, y2: number, attrs = '') =>
   `<line x1="${x1.toFixed(1)}" y1="${y1.toFixed(1)}" x2="${x2.toFixed(1)}" y2="${y2.toFixed(1)}" ${attrs}/>`;
 const poly = (pts: [number, number][], attrs: string) =>
   `<polyline fill="none" points="${pts.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}" ${attrs}/>`;
@@ -57,7 +59,7 @@ function ticks(parts: string[], ax: Axis, xs: number[], ys: number[], fx: (v: nu
 }
 
 /** A round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten) at or above x. */
-function niceCeil(x: number): number {
+export function niceCeil(x: number): number {
   const p = 10 ** Math.floor(Math.log10(x));
   return ([1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((m) => m * p >= x) ?? 10) * p;
 }

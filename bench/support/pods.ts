@@ -2,7 +2,7 @@
 // opted in with one emptyDir and owned by one of two ConfigMaps. The bench plays the
 // kubelet itself: it creates each pod's volume directory (0777, as the kubelet does)
 // right after the pod is created, and never patches status on its own (see
-// docs/PERFORMANCE.md for why the kubelet emulator is not used here).
+// docs/contributing/benchmarks.md for why the kubelet emulator is not used here).
 
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
