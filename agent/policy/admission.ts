@@ -86,7 +86,7 @@ function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, ma
     try {
       src = JSON.parse(attr);
     } catch (err) {
-      refuse(`the ${DOWNWARD_API_ATTRIBUTE} attribute is not JSON (${(err as Error).message}); write the volume as a downwardAPI volume and let the ownerrefs.dev webhook rewrite it`);
+      refuse(`the ${DOWNWARD_API_ATTRIBUTE} attribute is not JSON (${(err as Error).message}); write it as a downwardAPI volume in KEP-4753's syntax instead, which the ownerrefs.dev webhook serves`);
       continue;
     }
     const problems = checkSource(src, DOWNWARD_API_ATTRIBUTE, containers);
