@@ -4,13 +4,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { webhookConfiguration } from '../agent/webhook/registration.ts';
+import { MUTATE_PATH, webhookConfiguration } from '../agent/webhook/registration.ts';
 
 export const MARKER = '# Generated from agent/webhook/registration.ts';
 const file = path.join(import.meta.dirname, '..', 'webhook.yaml');
 
 export function generated(): string {
-  const cfg = webhookConfiguration({ service: { name: 'ownerrefs-webhook', namespace: 'ownerrefs-system', path: '/mutate', port: 443 } });
+  const cfg = webhookConfiguration({ service: { name: 'ownerrefs-webhook', namespace: 'ownerrefs-system', path: MUTATE_PATH, port: 443 } });
   return stringify(cfg, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 

@@ -13,6 +13,8 @@ import { ANNOTATION_KEYS, annotationField, REWRITTEN_FIELDS } from '../../projec
 export const CONFIG_NAME = 'ownerrefs.dev';
 export const WEBHOOK_NAMESPACE = 'ownerrefs-system';
 export const TIMEOUT_SECONDS = 5;
+/** The one path the webhook serves (POST an AdmissionReview). */
+export const MUTATE_PATH = '/mutate';
 
 const q = (s: string) => `'${s.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 

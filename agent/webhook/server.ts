@@ -21,6 +21,7 @@ import { ByteBudget } from '../common/budget.ts';
 import { clip } from '../common/validation.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
+import { MUTATE_PATH } from './registration.ts';
 import { admit, chainNeeded, isServed, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
 
 const { createServer } = process.getBuiltinModule('node:https');
@@ -72,7 +73,7 @@ export function startWebhookServer(opts: {
   // Node checks the timeouts every connectionsCheckingInterval (30 s by default): often enough here.
   const server = createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2', handshakeTimeout: opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS,
     connectionsCheckingInterval: Math.min(1_000, requestTimeout / 2) }, (req, res) => {
-    if (req.url?.split('?')[0] !== '/mutate') return reply(res, 404, 'not found: POST AdmissionReviews to /mutate\n');
+    if (req.url?.split('?')[0] !== MUTATE_PATH) return reply(res, 404, `not found: POST AdmissionReviews to ${MUTATE_PATH}\n`);
     if (req.method !== 'POST') return reply(res, 405, 'method not allowed: POST an AdmissionReview\n');
     const started = process.hrtime.bigint();
     const done = (result: Result, kind: string) => observe(result, kind, Number(process.hrtime.bigint() - started) / 1e9);

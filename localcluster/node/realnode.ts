@@ -58,6 +58,8 @@ export interface RealNode {
   restartKubelet(): Promise<void>;
   /** Imports an OCI image archive into the node's containerd (the kubelet's image store); returns the names imported. */
   importImage?(archive: string): Promise<string>;
+  /** Gives an image the node has another name too (the name a manifest pulls, with no registry here). */
+  tagImage?(source: string, target: string): Promise<void>;
   /** The kubelet's and containerd's process ids (a benchmark weights the node's side). */
   pids?(): number[];
   stop(): Promise<void>;
@@ -141,6 +143,9 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
       pids: () => [kubelet, containerd].flatMap((c) => (c && !c.exited ? [c.pid] : [])),
       async importImage(archive: string) {
         return (await ctr(sock, ['images', 'import', archive])) ?? '';
+      },
+      async tagImage(source: string, target: string) {
+        if (await ctr(sock, ['images', 'tag', '--force', source, target]) === undefined) throw new Error(`ctr could not tag ${source} as ${target}`);
       },
       async restartKubelet() {
         if (kubelet) await sup.terminate(kubelet);

@@ -4,7 +4,7 @@
 // OpenTelemetry collector's k8sattributes processor would say from the owner's name alone
 // (a ReplicaSet's name less its last "-suffix" is a Deployment; a Job's name less its last
 // "-digits" is a CronJob). Ours must be right in every row; the table in
-// docs/workload-identity.md must be the one this test finds.
+// docs/usage/workload-identity.md must be the one this test finds.
 
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -100,7 +100,7 @@ describe('the workload beside name parsing', () => {
     expect(rows.filter((r) => r.parsing !== r.truth).map((r) => r.row)).toHaveLength(4); // the guesses this table exists to show
 
     // The documentation's table is this one.
-    const doc = readFileSync(path.join(ROOT, 'docs', 'workload-identity.md'), 'utf8');
+    const doc = readFileSync(path.join(ROOT, 'docs', 'usage', 'workload-identity.md'), 'utf8');
     const table = rows.map((r) => `| ${r.row} | ${r.truth} | ${r.ours}${r.ours === r.truth ? '' : ' (wrong)'} | ${r.parsing}${r.parsing === r.truth ? '' : ' (wrong)'} |`);
     expect(doc).toContain(['| Pods of | The workload | ownerrefs.dev/workload-kind and -name | Name parsing |', '|---|---|---|---|', ...table].join('\n'));
   });
