@@ -1,4 +1,5 @@
 // Upgrade, rollback and uninstall on the real node, as docs/OPERATIONS.md says to do them.
+// Every pod's container watches its file throughout: it must never read it missing or empty.
 // The previous version is built from its commit (git archive): its image, its chart's
 // rendering, its webhook (from its source, with its own configuration). Pods of every kind
 // run under it: an emptyDir-annotation DaemonSet, a CSI Deployment, and Deployment and
@@ -31,6 +32,11 @@ const ROOT = path.join(import.meta.dirname, '..', '..');
 /** The last version before the kubelet rendered the KEP's syntax (CSI volumes and env literals instead). */
 export const PREVIOUS = '090ddab';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/**
+ * Each pod's container: once its file is there, records every tenth of a second in which it is
+ * missing or empty in /tmp/blank (never, through an upgrade and a rollback).
+ */
+const WATCH_BLANK = 'f=/etc/podinfo/ownerReferences; until [ -s $f ]; do sleep 0.1; done; while true; do [ -s $f ] || date >> /tmp/blank; sleep 0.1; done';
 
 describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () => {
   const e = useRealNode('life', { agent: false });
@@ -87,7 +93,7 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     await readyAgent(e);
     webhookPort = await freePort();
     webhook = await startWebhook(e.kc, e.node.workDir, { main: path.join(previous, 'agent', 'main.ts'), configuration: prevRegistration, port: webhookPort });
-    const sleeper = (volumeMounts: Obj[], env: Obj[] = []) => ({ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'], volumeMounts, env });
+    const sleeper = (volumeMounts: Obj[], env: Obj[] = []) => ({ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', WATCH_BLANK], volumeMounts, env });
     const tmpl = (app: string, spec: Obj, annotations?: Record<string, string>) => ({ selector: { matchLabels: { app } },
       template: { metadata: { labels: { app }, ...(annotations ? { annotations } : {}) }, spec: { terminationGracePeriodSeconds: 1, ...spec } } });
     const kep = { downwardAPI: { items: [{ path: 'ownerReferences', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } };
@@ -111,6 +117,10 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     for (const k of ['csi', 'kep']) generations[k] = (await e.apps.readNamespacedDeployment({ name: k, namespace: e.ns })).metadata!.generation!;
   });
 
+  /** Every pod's blank or missing reads of its file since it first appeared: none. */
+  const noBlankReads = async () => {
+    for (const [app, pod] of Object.entries(pods)) expect({ app, blank: await e.exec(pod, ['sh', '-c', 'cat /tmp/blank 2>/dev/null || true']) }).toEqual({ app, blank: '' });
+  };
   const secretCa = async () => (await e.core.readNamespacedSecret({ name: 'ownerrefs-webhook-tls', namespace: 'ownerrefs-system' })).data!['ca.crt'];
   const caBundle = async () => (await e.kc.makeApiClient(AdmissionregistrationV1Api).readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' })).webhooks![0]!.clientConfig.caBundle;
 
@@ -139,6 +149,7 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     expect(await e.exec(fresh, ['sh', '-c', 'printf %s "$OWNER_REFERENCES"'])).toContain(rs[0]);
     // Nothing rolled.
     for (const k of ['csi', 'kep']) expect((await e.apps.readNamespacedDeployment({ name: k, namespace: e.ns })).metadata!.generation).toBe(generations[k]! + (k === 'kep' ? 1 : 0));
+    await noBlankReads();
     for (const pod of Object.values(pods)) expect((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).metadata!.uid).toBe(pod.metadata!.uid);
   });
 
@@ -158,6 +169,7 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
       await own(pods[app]!, owners[0]!);
       await settle(pods[app]!, '/etc/podinfo', ['owner-a'], 'owner-a, after the rollback');
     }
+    await noBlankReads();
     for (const pod of Object.values(pods)) expect((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).metadata!.uid).toBe(pod.metadata!.uid);
   });
 
