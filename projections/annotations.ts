@@ -15,7 +15,7 @@
 // identity as plain values (workload.ts): workload-kind, -name, -uid (the top of the chain),
 // controller-kind, -name, -uid (the pod's own controller), and otel-resource-attributes.
 
-import { renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
+import { isSettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { controllerOf, otelResourceAttributes, workloadOf } from './workload.ts';
 import type { OwnerReference } from './types.ts';
@@ -150,7 +150,7 @@ export function annotationValue(key: AnnotationKey, owners: readonly OwnerRefere
     default: {
       const chain = ctx.chain;
       if (!chain) return undefined;
-      return { value: chainValue(key, chain), settled: chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable' };
+      return { value: chainValue(key, chain), settled: isSettled(chain) };
     }
   }
 }

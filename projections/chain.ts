@@ -35,6 +35,19 @@ export const CHAIN_END_REASONS = {
 
 export type ChainEnd = keyof typeof CHAIN_END_REASONS;
 
+/**
+ * Ends that say something about the reader, not the owner: the next owner is being read, its
+ * read failed, or this reader may not or cannot read its kind (RBAC, a kind not served or not
+ * followed, which a helm upgrade or two components' differing flags can make true for a while).
+ * A value already in place is kept over such a chain: an error never blanks a known workload.
+ */
+const UNSETTLED_ENDS: ReadonlySet<ChainEnd> = new Set(['Pending', 'Unavailable', 'Forbidden', 'NotServed', 'KindNotFollowed']);
+
+/** Does the chain say what the owners are (true), or only how far the reader got (false)? */
+export function isSettled(chain: ControllerChain): boolean {
+  return !UNSETTLED_ENDS.has(chain.end.reason);
+}
+
 export interface ControllerChain {
   /** Controlling owner references, nearest first; item k is read from the object of item k-1 (item 0 from the pod). */
   items: readonly OwnerReference[];
@@ -59,14 +72,14 @@ export function renderChainJson(chain: ControllerChain): string {
 }
 
 /**
- * While the chain is unsettled (Pending, Unavailable) it knows its first items only: a
+ * While the chain is unsettled (isSettled) it knows its first items only: a
  * chain file in place (at `chainPath`) that starts with them (then ',' or ']'), and the
  * workload file beside it if it is exactly the workload of that chain, may stay (KeepRule),
  * so an agent restart or a failing read never turns a known workload into []. Undefined
  * for a settled chain, or one that knows no item.
  */
 export function keepWhileUnsettled(chain: ControllerChain, chainPath: string, rendered?: string): { chain: KeepRule; workload: KeepRule } | undefined {
-  if ((chain.end.reason !== 'Pending' && chain.end.reason !== 'Unavailable') || chain.items.length === 0) return undefined;
+  if (isSettled(chain) || chain.items.length === 0) return undefined;
   const full = rendered ?? renderChainJson(chain); // the caller's renderChainJson(chain), if it has it
   const known = full.slice(0, full.lastIndexOf('],"end":')); // the end object's strings cannot hold '"' unescaped
   const group = 'controllerChain';

@@ -135,13 +135,19 @@ describe('following owners (controllerChain, workloadOwnerReferences) and the No
     expect(pods.map((p) => e.file(p, 'workloadOwnerReferences'))).toEqual(workload);
   });
 
-  it('without rbac-follow-owners.yaml the chain ends Forbidden at the next read, and the Node gets a Warning Event', async () => {
+  it('without rbac-follow-owners.yaml: a known workload stays at the next read (an error never blanks it), a new pod\'s chain ends Forbidden, and the Node gets a Warning Event', async () => {
     const objects = KubernetesObjectApi.makeApiClient(e.kc);
+    const [known] = await podsOf('app=web,rev=2');
+    const [chainBefore, workloadBefore] = [e.file(known!, 'controllerChain'), e.file(known!, 'workloadOwnerReferences')];
+    const readsBefore = await e.agent.metric('ownerrefs_owner_reads_total', 'code="403"');
     await objects.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'ownerrefs-agent-follow-owners' } });
-    const [pod] = await podsOf('app=web,rev=2');
+    await waitFor(async () => (await e.agent.metric('ownerrefs_owner_reads_total', 'code="403"')) > readsBefore || undefined, { describe: 'a refresh read refused' });
+    expect([e.file(known!, 'controllerChain'), e.file(known!, 'workloadOwnerReferences')]).toEqual([chainBefore, workloadBefore]);
+    // A pod whose owner was never read: nothing in place to keep, so the chain says why it stops.
+    await e.apps.createNamespacedDeployment({ namespace: e.ns, body: deployment('unread') });
+    const [pod] = await podsOf('app=unread');
     await e.waitForFile(pod!, (t) => t.includes('"Forbidden"'), 'the chain ends Forbidden', 'controllerChain');
     expect(chainOf(pod!).end.message).toMatch(/rbac-follow-owners.yaml/);
-    // Each file is replaced on its own (no cross-file snapshot): the workload file follows the chain.
     await e.waitForFile(pod!, (t) => t === '[]', 'the workload unknown', 'workloadOwnerReferences');
     const ev = await waitFor(async () => (await e.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${e.nodeName}` }))
       .items.find((x) => x.reason === 'OwnerRefsFollowForbidden'), { describe: 'a Warning Event on the Node' });

@@ -47,6 +47,8 @@ describe('annotationChanges', () => {
     { what: 'the chain where no one walks it: left as admission set it', keys: [C, W], ctx: { node }, current: { [C]: 'x', [W]: 'y' }, want: {} },
     { what: 'a settled chain: written', keys: [W], ctx: { chain: chain('Top') }, current: { [W]: '[]' }, want: { [W]: expect.stringContaining(owners[0]!.uid) } },
     { what: 'an unsettled chain over values in place: left (never blanked)', keys: [C, W], ctx: { chain: chain('Unavailable') }, current: { [C]: 'known', [W]: 'known' }, want: {} },
+    ...(['Forbidden', 'NotServed', 'KindNotFollowed'] as const).map((end) => ({ what: `a reader's error (${end}) over values in place: left, as a failed read is`, keys: [C, W], ctx: { chain: chain(end) }, current: { [C]: 'known', [W]: 'known' }, want: {} })),
+    { what: 'a fact about the owner (NotFound) over values in place: written', keys: [W], ctx: { chain: chain('NotFound') }, current: { [W]: 'known' }, want: { [W]: '[]' } },
     { what: 'an unsettled chain where there is none yet: written', keys: [C], ctx: { chain: chain('Pending') }, current: {}, want: { [C]: expect.stringContaining('"reason":"Pending"') } },
   ] as { what: string; keys: (typeof ANNOTATIONS)[keyof typeof ANNOTATIONS][]; ctx: object; current: Record<string, string> | null; want: object }[])('$what', ({ keys, ctx, current, want }) => {
     expect(Object.fromEntries(annotationChanges(keys, owners, ctx, current))).toEqual(want);

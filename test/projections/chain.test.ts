@@ -45,8 +45,8 @@ describe('keepWhileUnsettled: which files in place an unsettled chain leaves alo
     { what: 'a chain that knows more than the old one', pending: [rs, dep], old: renderChainJson({ items: [rs], end: { reason: 'Pending', message: '' } }), keep: false },
     { what: 'a bare pod\'s chain', pending: [rs], old: renderChainJson({ items: [], end: { reason: 'NoController', message: '' } }), keep: false },
     ...HOSTILE_STRINGS.map((h) => ({ what: `hostile ${JSON.stringify(h)} in the old end`, pending: [rs], old: renderChainJson({ items: [rs], end: { reason: 'Unavailable', message: `],"end":${h}` } }), keep: true })),
-  ])('Pending and Unavailable keep $what: $keep', ({ pending, old, keep }) => {
-    for (const reason of ['Pending', 'Unavailable'] as const) {
+  ])('the reader-side ends (Pending, Unavailable, Forbidden, NotServed, KindNotFollowed) keep $what: $keep', ({ pending, old, keep }) => {
+    for (const reason of ['Pending', 'Unavailable', 'Forbidden', 'NotServed', 'KindNotFollowed'] as const) {
       const rule = keepWhileUnsettled({ items: pending, end: { reason, message: `reading ${'"],"end":'}` } }, 'controllerChain')!;
       expect(startsWithOne(rule.chain, old)).toBe(keep);
       expect(rule.workload.group).toBe(rule.chain.group); // kept together or not at all
@@ -55,8 +55,8 @@ describe('keepWhileUnsettled: which files in place an unsettled chain leaves alo
       expect(rule.workload.matches?.derive(Buffer.from(old))?.toString()).toBe(renderWorkloadJson(JSON.parse(old) as ControllerChain));
     }
   });
-  it.each(['Top', 'NoController', 'NotFound', 'UIDMismatch', 'KindNotFollowed', 'NotServed', 'Forbidden', 'Cycle', 'TooLong', 'NotFollowed'] as const)(
-    'a settled chain (%s) keeps nothing: its answer is written', (reason) => {
+  it.each(['Top', 'NoController', 'NotFound', 'UIDMismatch', 'Cycle', 'TooLong', 'NotFollowed'] as const)(
+    'a settled chain (%s: a fact about the owners) keeps nothing: its answer is written', (reason) => {
       expect(keepWhileUnsettled({ items: [rs], end: { reason, message: '' } }, 'c')).toBeUndefined();
     });
   it.each([
