@@ -187,6 +187,10 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
         const message = `could not set ${[...changes.keys()].join(', ')}: ${err instanceof Error ? err.message : String(err)}`;
         this.#o.log.warn({ [F.pod]: `${meta.namespace}/${meta.name}`, [F.podUID]: uid, [F.reason]: REASON_ANNOTATION_FAILED, [F.err]: err }, message);
         this.#o.events.warn(kept.ref, REASON_ANNOTATION_FAILED, message);
+        // 422: the API server's own validation refused the value for this pod (its author can
+        // push its annotations past the limit): the same PATCH would fail again, so it waits
+        // for the pod to change. A 403 (RBAC, the agent's policy) can be mended: retried.
+        if (status === 422) return void this.#queue.forget(uid);
       } else if (status !== 409) {
         this.#o.log.debug({ [F.pod]: `${meta.namespace}/${meta.name}`, [F.err]: err }, 'annotation write failed; retrying');
       }

@@ -96,6 +96,21 @@ describe('AnnotationKeeper', () => {
     expect(await k.writes('forbidden')).toBe(2);
   });
 
+  it('a value the API server\'s validation refuses (422: a pod author\'s oversized annotations) gets one Event and waits for the pod to change, not a retry loop', async () => {
+    const k = kit();
+    k.answer(async () => { throw new ApiError(422, 'Invalid', 'metadata.annotations: Too long: must have at most 262144 bytes'); });
+    k.keeper.upsert(pod({ owners: [] }));
+    await k.settle();
+    k.clock.advance(120_000);
+    await k.settle();
+    expect({ patches: k.patches.length, invalid: await k.writes('invalid'), events: k.events.sent.length }).toEqual({ patches: 1, invalid: 1, events: 1 });
+    k.answer(async () => ({}));
+    k.keeper.upsert(pod({ owners: [KEP_OWNERS[1]!] })); // the pod changed: tried again
+    await k.settle();
+    expect(k.patches).toHaveLength(2);
+    expect(await k.writes('ok')).toBe(1);
+  });
+
   it('forgets a pod the API server no longer has (404), and one that stops reading our annotations', async () => {
     const k = kit();
     k.answer(async () => { throw new ApiError(404, 'NotFound', 'gone'); });
