@@ -14,7 +14,7 @@ import { realClock } from './common/clock.ts';
 import { Reflector } from './kube/reflector.ts';
 import type { RestartReason } from './kube/reflectorcontract.ts';
 import { RecoveryPacer } from './kube/pacer.ts';
-import { RECOVERY_SPACING_MS } from './common/defaults.ts';
+import { AGENT_MAX_OWNERS, RECOVERY_SPACING_MS } from './common/defaults.ts';
 import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
 import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
@@ -46,7 +46,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   // Owners' metadata: read for the files of nodes labelled ownerrefs.dev/follow-owners=true, and on
   // every node for pods whose spec reads a chain annotation (the workload's identity).
   const owners = new OwnerMetadataCache({
-    client, kinds: [...BUILTIN_KINDS, ...cfg.followKinds], refreshMs: cfg.ownerRefreshMs, clock: realClock, log,
+    client, kinds: [...BUILTIN_KINDS, ...cfg.followKinds], refreshMs: cfg.ownerRefreshMs, clock: realClock, log, maxEntries: AGENT_MAX_OWNERS,
     changed: (uid) => {
       reconciler.ownerChanged(uid);
       keeper.ownerChanged(uid);

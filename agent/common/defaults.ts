@@ -99,6 +99,12 @@ export const CSI_POD_WAIT_MS = 5_000;
  * the API servers' watch caches (docs/PERFORMANCE.md, "Following owners").
  */
 export const OWNER_REFRESH_MS = 600_000;
+/**
+ * Owners one agent holds at most. A node's pods name a few hundred at most (110 pods, chains of
+ * a few owners); the bound is for pod authors who rewrite their pods' ownerReferences with
+ * fresh UIDs: past it the owners looked up least lately go, and are read again if needed.
+ */
+export const AGENT_MAX_OWNERS = 4_096;
 
 
 /**

@@ -6,8 +6,8 @@
 //
 // A volume is up to date when the fingerprint it was last synced with equals the one it
 // should have now and nothing asked for it to be checked on disk (`verify`). Most volumes
-// get the pod's files; a CSI volume carrying downwardAPI items (the webhook's rewrite of
-// KEP syntax) gets its own, or a refusal when its items cannot be served.
+// get the pod's files; a CSI volume carrying downwardAPI items (written by hand, or stored
+// by an earlier webhook) gets its own, or a refusal when its items cannot be served.
 
 import { createHash } from 'node:crypto';
 import type { ProjectionError } from '../common/errors.ts';
@@ -16,8 +16,8 @@ import type { InvolvedObject } from '../kube/events.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
 import type { DirWatcher } from '../volume/dirwatch.ts';
-import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
-import { annotationRead } from '../../projections/annotations.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
+import { annotationRead, annotationsRead } from '../../projections/annotations.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import { joinUnder } from '../volume/dirfd.ts';
 
@@ -300,7 +300,8 @@ function fingerprintOf(files: readonly ProjectedFile[]): string {
 /**
  * The parts of a pod the agent reads; the watch object itself (status and all) is not kept.
  * For the files: labels, annotations and container resources only when a volume's items may
- * read them. For the annotation keeper (annotationkeeper.ts): our own annotations, the env
+ * read them. For the annotation keeper (annotationkeeper.ts): the annotations of ours the pod's
+ * spec reads (no other: a pod author's own ownerrefs.dev/ keys are not held), the env
  * entries that read one of them, the resourceVersion, the phase and whether it is being
  * deleted. Upserting the view is upserting the pod: a revisit upserts it again, and a
  * streamed first list holds only views until it is complete.
@@ -308,7 +309,9 @@ function fingerprintOf(files: readonly ProjectedFile[]): string {
 export function slimView(pod: PodView): PodView {
   const a = pod.metadata?.annotations ?? {};
   const items = (pod.spec?.volumes ?? []).some((v) => v.csi?.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] !== undefined);
-  const keep = Object.keys(a).filter((k) => k === ANNOTATION_MIRROR || k.startsWith(OUR_PREFIX));
+  // Only what is read: any author can park up to 256 KiB of annotations on a pod, and this view
+  // is held for every pod of the node.
+  const keep = [ANNOTATION_MIRROR, ANNOTATION_VOLUME, ...annotationsRead(pod.spec)].filter((k) => a[k] !== undefined);
   const containers = (cs: readonly (EnvView & { name?: string; resources?: unknown })[] | null | undefined, resources: boolean) => cs?.map((c) => {
     const env = c.env?.filter((e) => annotationRead(e.valueFrom?.fieldRef?.fieldPath) !== undefined);
     return { name: c.name, ...(resources ? { resources: c.resources as ContainerResources } : {}), ...(env?.length ? { env } : {}) };
@@ -329,6 +332,3 @@ export function slimView(pod: PodView): PodView {
     ...(pod.status?.phase ? { status: { phase: pod.status.phase } } : {}),
   };
 }
-
-/** Annotations of ours: the opt-in, and those the kubelet renders for the KEP's syntax. */
-const OUR_PREFIX = 'ownerrefs.dev/';
