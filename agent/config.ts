@@ -26,7 +26,7 @@ export interface AgentConfig {
   csiSocket?: string | undefined;
   /** Register the CSI driver with the kubelet here; undefined: do not (a registrar sidecar does). */
   registrationDir?: string | undefined;
-  /** Kinds followed beyond the built-in workloads, on nodes labelled ownerrefs.dev/follow-owners=true. */
+  /** Kinds followed beyond the built-in workloads (the files of nodes that follow owners; the workload annotations on every node). */
   followKinds: FollowedKind[];
   ownerRefreshMs: number;
   /** PATCHes of pod annotations per second on this node (the burst is five times this). */
@@ -92,7 +92,7 @@ export const RUN_FLAGS = {
   'registration-dir': { env: 'OWNERREFS_REGISTRATION_DIR', def: D.REGISTRATION_DIR, help: 'with --csi-socket: register the driver with the kubelet by serving ownerrefs.dev-reg.sock in this directory (empty: do not register; node-driver-registrar does)' },
   'follow-kinds': {
     env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)',
-    doc: `On nodes that follow owners: kinds to follow beyond ${BUILTIN_KINDS.map((k) => k.kind).join(', ')}, as group/version/Kind=resource,... (e.g. argoproj.io/v1alpha1/Rollout=rollouts); each needs get added to rbac-follow-owners.yaml.`,
+    doc: `Kinds to follow (for the workload annotations on every node, and the files of nodes labelled ownerrefs.dev/follow-owners=true) beyond ${BUILTIN_KINDS.map((k) => k.kind).join(', ')}, as group/version/Kind=resource,... (e.g. argoproj.io/v1alpha1/Rollout=rollouts); each needs get added to rbac-follow-owners.yaml.`,
   },
   'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: String(D.OWNER_REFRESH_MS / 1000), help: 'read an owner that pods still use again after this long (bounds how late a change of its own owner shows)' },
   'annotation-qps': { env: 'OWNERREFS_ANNOTATION_QPS', def: String(D.ANNOTATION_QPS), help: `PATCHes of pod annotations (the KEP's syntax) per second on this node, after a burst of ${D.ANNOTATION_BURST_FACTOR} times this` },

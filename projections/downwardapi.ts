@@ -2,11 +2,11 @@
 // as the kubelet renders them, plus one field the kubelet lacks: metadata.ownerReferences
 // in the KEP-4753 format. Pure: pod (and node allocatable) in, files out.
 //
-// The admission webhook (agent/webhook/) moves a KEP-syntax downwardAPI volume into an
-// ownerrefs.dev CSI volume whose attribute `downwardAPI` holds the volume source as JSON;
-// the agent's CSI driver renders it here. Validation runs on both sides: the webhook runs
-// before the API server's own validation (which no longer sees these items), and the
-// attribute can be written by hand.
+// The agent's CSI driver renders here an ownerrefs.dev CSI volume whose attribute
+// `downwardAPI` holds a downwardAPI volume source as JSON (written by hand, or stored in a
+// template by earlier versions of the webhook, which made that of the KEP's syntax; the
+// webhook now points the syntax at pod annotations the kubelet renders: annotations.ts). The
+// API server never validates the attribute, so it is validated here as it would.
 //
 // Rendering follows the kubelet (pkg/volume/downwardapi CollectData, pkg/fieldpath and
 // pkg/api/v1/resource): paths are cleaned, the item's mode or else defaultMode, labels and
@@ -21,17 +21,14 @@ import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rati
 import type { KeepRule, OwnerReference, ProjectedFile } from './types.ts';
 
 export const OWNER_REFERENCES_FIELD = 'metadata.ownerReferences';
-/**
- * Beyond the KEP, for volume items only: the files of chain.ts under field paths of our
- * own. The webhook moves a volume that names any of these (or the KEP's) to the agent.
- */
+/** Beyond the KEP: the files of chain.ts under field paths of our own. */
 export const EXTENSION_FIELDS = {
   chain: 'ownerrefs.dev/controllerChain',
   workload: 'ownerrefs.dev/workloadOwnerReferences',
   node: 'ownerrefs.dev/nodeOwnerReferences',
 } as const;
-/** Field paths only the agent serves: a volume with one of them is the agent's. */
-export const AGENT_FIELDS: readonly string[] = [OWNER_REFERENCES_FIELD, ...Object.values(EXTENSION_FIELDS)];
+/** Field paths only the agent serves (the API server knows none of them). */
+const AGENT_FIELDS: readonly string[] = [OWNER_REFERENCES_FIELD, ...Object.values(EXTENSION_FIELDS)];
 /** What the API server defaults defaultMode to (0644). */
 export const DEFAULT_MODE = 0o644;
 /** Bounds on hostile input; the kubelet's own limits are 4096 bytes per path, 255 per name. */
@@ -123,7 +120,7 @@ function unknownKeys(o: Record<string, unknown>, known: readonly string[], at: s
 const q = (s: string): string => describe(s);
 
 /** Problems with one fieldRef (volume items and env share it); [] when valid. */
-export function checkFieldRef(ref: unknown, at: string, allowed: ReadonlySet<string> = FIELDS): string[] {
+function checkFieldRef(ref: unknown, at: string, allowed: ReadonlySet<string> = FIELDS): string[] {
   if (!isRecord(ref)) return [`${at}: must be an object`];
   const errs = unknownKeys(ref, ['apiVersion', 'fieldPath'], at);
   if (ref.apiVersion !== undefined && ref.apiVersion !== 'v1') errs.push(`${at}.apiVersion: only "v1" is supported`);

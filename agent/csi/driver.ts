@@ -124,7 +124,7 @@ export class NodeDriver {
     }
     const extra = Object.keys(ctx).filter((k) => !k.startsWith(KUBELET_PREFIX) && k !== DOWNWARD_API_ATTRIBUTE);
     if (extra.length > 0) {
-      throw invalid(`${DRIVER_NAME} takes one volumeAttribute, ${DOWNWARD_API_ATTRIBUTE} (written by the ownerrefs.dev webhook); remove ` +
+      throw invalid(`${DRIVER_NAME} takes one volumeAttribute, ${DOWNWARD_API_ATTRIBUTE} (a downwardAPI volume source as JSON); remove ` +
         `${extra.slice(0, 3).map((k) => describe(k)).join(', ')} from the pod's csi volume source`);
     }
     const uid = ctx[POD_INFO.uid] ?? '';

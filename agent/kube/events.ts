@@ -17,7 +17,7 @@ import { ApiError, type ApiClient } from './client.ts';
 
 export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';
 export const REASON_INVALID_NODE_LABEL = 'OwnerRefsInvalidNodeLabel';
-/** On the Node: it follows owners, but the agent may not read a kind (rbac-follow-owners.yaml missing). */
+/** On the Node: the agent may not read an owner's kind (rbac-follow-owners.yaml missing). */
 export const REASON_FOLLOW_FORBIDDEN = 'OwnerRefsFollowForbidden';
 
 export interface InvolvedObject {

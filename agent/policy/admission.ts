@@ -72,8 +72,8 @@ export function filesTurnedOff(s: NodeSettings): string[] {
 
 /**
  * The files of each of the driver's volumes that carries a downwardAPI source. The
- * attribute is pod-author input (the webhook checked it, but it can be written by hand),
- * so it is checked again here; a volume whose items cannot be served gets nothing.
+ * attribute is pod-author input that the API server never validates, so it is checked
+ * here; a volume whose items cannot be served gets nothing.
  */
 function itemVolumes(pod: PodView, driver: string, allocatable: ResourceList, maxBytes: number, ctx: ProjectionContext): Map<string, ProjectedFile[] | ProjectionError> {
   const out = new Map<string, ProjectedFile[] | ProjectionError>();

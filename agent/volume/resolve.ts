@@ -8,7 +8,7 @@ import type { VolumeTarget } from './writer.ts';
 export const ANNOTATION_VOLUME = 'ownerrefs.dev/volume';
 export const ANNOTATION_MIRROR = 'kubernetes.io/config.mirror';
 export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
-/** The CSI volume attribute that carries a downwardAPI source (the webhook's rewrite of KEP syntax). */
+/** The CSI volume attribute that carries a downwardAPI source (by hand, or from an earlier webhook's rewrite). */
 export const DOWNWARD_API_ATTRIBUTE = 'downwardAPI';
 
 /** At most this many volumes per pod; more is refused as InvalidAnnotation. */

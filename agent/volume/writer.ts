@@ -22,8 +22,8 @@
  *   <root>/pods/<podUID>/volumes/kubernetes.io~csi/<volume>/   (kubelet-owned, 0750)
  *   ├── vol_data.json                the kubelet's; never touched
  *   └── mount/                       0755, agent-created: the files as above, or a
- *       ├── labels                   volume's downwardAPI items (the webhook's rewrite of
- *       └── meta/                    KEP syntax): names the pod chose, checked, and nested
+ *       ├── labels                   volume's downwardAPI items (its downwardAPI
+ *       └── meta/                    attribute): names the pod chose, checked, and nested
  *           └── name                 directories 0755, agent-created (step 1b)
  *
  * Each file is replaced on its own by write-to-temporary + rename, so a reader sees

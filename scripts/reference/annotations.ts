@@ -31,8 +31,7 @@ const VALUES: Record<string, string> = {
 
 function setBy(key: AnnotationKey): string {
   if (key === ANNOTATIONS.node) return 'the agent, once the pod is bound to a node';
-  const follow = NODE_LABELS.find((l) => l.key === 'followOwners')!.label;
-  if (CHAIN_KEYS.has(key)) return `the webhook at creation (owners read within \`--owner-budget-ms\`, else \`Pending\`); the agent on nodes labelled \`${follow}=true\``;
+  if (CHAIN_KEYS.has(key)) return 'the webhook at creation (owners read within `--owner-budget-ms`, else `Pending`); the agent on the pod\'s node, on every node';
   return 'the webhook at creation; the agent on each change';
 }
 
@@ -72,11 +71,12 @@ written there by hand is overwritten.
 
 ${table(['Annotation', 'Read with the field path', 'Value', 'Set by'], rows)}
 
-A pod that reads its workload's values where no one follows owners keeps what admission set.
+The agent on every node keeps the workload's values current for the pods that read them (the
+node label ${code(NODE_LABELS.find((l) => l.key === 'followOwners')!.label)} is the opt-in of the files alone).
 No Kubernetes kind, name or UID contains a space or a parenthesis, so a program tells an
 unresolved value from a name by its first character.
 
-Example: the values for a Deployment's pod on a node that follows owners.
+Example: the values for a Deployment's pod.
 
 \`\`\`yaml
 ${examples()}

@@ -35,7 +35,7 @@ const EVENTS: Record<string, EventDoc> = {
   },
   [kubeEvents.REASON_FOLLOW_FORBIDDEN]: {
     on: 'Node',
-    when: 'The node follows owners, but the agent may not read an owner\'s kind: apply `rbac-follow-owners.yaml` (for a kind given with `--follow-kinds`, add `get` on it there). Chains that reach that kind end `Forbidden`.',
+    when: 'The agent may not read an owner\'s kind (for the files of a node that follows owners, or for the workload annotations a pod reads): apply `rbac-follow-owners.yaml` (for a kind given with `--follow-kinds`, add `get` on it there). A chain that reaches that kind ends `Forbidden` where no value was known; a value in place is kept.',
   },
 };
 

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { ANNOTATION_KEYS } from '../../projections/annotations.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
@@ -30,5 +31,10 @@ describe('kubectl ownerrefs', () => {
     expect(run('--help').stdout).toMatch(/^Usage: kubectl ownerrefs <command>/);
     expect(run('frobnicate')).toMatchObject({ status: 1, stderr: 'kubectl ownerrefs: unknown command frobnicate (kubectl ownerrefs --help)\n' });
     expect(run('doctor')).toMatchObject({ status: 1, stderr: 'kubectl ownerrefs: doctor needs --node NODE\n' });
+  });
+
+  it('looks for unkept pods by every annotation the agent keeps, not the owners\' alone', () => {
+    const list = /^KEPT_ANNOTATIONS='([^']*)'$/m.exec(readFileSync(PLUGIN, 'utf8'))![1]!.split('|').map((k) => `ownerrefs.dev/${k}`);
+    expect(list.sort()).toEqual([...ANNOTATION_KEYS].sort());
   });
 });

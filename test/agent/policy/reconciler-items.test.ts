@@ -1,4 +1,4 @@
-// CSI volumes that carry downwardAPI items (the webhook's rewrite of KEP-4753 syntax):
+// CSI volumes that carry downwardAPI items (by hand, or stored by an earlier webhook's rewrite):
 // each gets exactly its items, rendered as the kubelet would, kept live from pod events
 // and the node's allocatable; items that cannot be served fail the publish and are
 // reported, without touching the pod's other volumes.
