@@ -18,7 +18,8 @@
 //             it): an owner's own change of owner reaches the files within 1.25x the bound.
 //             An entry out of use for two bounds is dropped.
 //   changed   called with the owner's UID when an answer differs from the one before; the
-//             reconciler renders the pods whose chain passes through it again.
+//             reconciler renders the pods whose chain passes through it again. Also when an
+//             entry is dropped before its answer (past maxEntries): its waiters look again.
 
 import type { Logger } from 'pino';
 import type { ChainEnd, OwnerReference } from '../../projections/index.ts';
@@ -197,7 +198,23 @@ export class OwnerMetadataCache {
     while (this.#running < MAX_IN_FLIGHT && this.#waiting.length > 0) {
       const e = this.#waiting.shift()!;
       if (this.#entries.get(e.key) === e && !this.#closed) this.#start(e);
-      else e.inFlight = false;
+      else {
+        e.inFlight = false;
+        this.#dropped(e);
+      }
+    }
+  }
+
+  /**
+   * An entry dropped (evicted past maxEntries) before its answer came: told as a change, so
+   * that whoever waits for that owner looks again now instead of sleeping out its budget.
+   */
+  #dropped(e: Entry): void {
+    if (this.#closed) return;
+    try {
+      this.#o.changed(e.ref.uid);
+    } catch (err) {
+      this.#o.log.error({ [F.err]: err }, 'handling a dropped owner failed');
     }
   }
 
@@ -245,7 +262,8 @@ export class OwnerMetadataCache {
     e.inFlight = false;
     e.fetchedAt = Math.max(1, this.#o.clock.now());
     this.#o.observe?.(e.kind.kind, outcome, why);
-    if (this.#closed || this.#entries.get(e.key) !== e) return;
+    if (this.#closed) return;
+    if (this.#entries.get(e.key) !== e) return this.#dropped(e);
     this.#retryIfUnavailable(e, answer);
     const before = JSON.stringify(e.answer);
     e.answer = answer;

@@ -71,6 +71,8 @@ export class AdmissionChains {
       const done = () => {
         cancel();
         set!.delete(done);
+        // An emptied set goes too: admissions of ever new owners must not grow the map for good.
+        if (set!.size === 0 && this.#waiting.get(uid) === set) this.#waiting.delete(uid);
         resolve();
       };
       const cancel = this.#clock.setTimer(done, ms);
@@ -80,6 +82,11 @@ export class AdmissionChains {
 
   get owners(): number {
     return this.#cache.size;
+  }
+
+  /** Owners some admission waits for now (at most one per admission in flight). */
+  get waiting(): number {
+    return this.#waiting.size;
   }
 
   close(): void {

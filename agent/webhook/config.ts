@@ -4,6 +4,14 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
 import { hostPort } from '../config.ts';
 import { parseFollowKinds, type FollowedKind } from '../kube/ownermeta.ts';
+import { TIMEOUT_SECONDS } from './registration.ts';
+
+/**
+ * --owner-budget-ms stays under this: the API server gives the webhook TIMEOUT_SECONDS, and
+ * with failurePolicy Fail a review that outlasts it refuses the pod. 500 ms are the rest of
+ * the review's (the walk, the patch, the network).
+ */
+export const MAX_OWNER_BUDGET_MS = TIMEOUT_SECONDS * 1000 - 500;
 
 export interface WebhookConfig {
   listenHost: string;
@@ -41,7 +49,7 @@ export const WEBHOOK_FLAGS = {
   secret: { env: 'OWNERREFS_WEBHOOK_SECRET', def: 'ownerrefs-webhook-tls', help: 'self-managed mode: the Secret holding the CA and serving pair, which the webhook makes and renews' },
   'webhook-config': { env: 'OWNERREFS_WEBHOOK_CONFIG', def: 'ownerrefs.dev', help: 'self-managed mode: the MutatingWebhookConfiguration whose caBundle is kept current' },
   'extra-san': { env: 'OWNERREFS_WEBHOOK_EXTRA_SAN', def: '', help: 'comma-separated extra DNS names or IPs for the self-managed certificate' },
-  'owner-budget-ms': { env: 'OWNERREFS_OWNER_BUDGET_MS', def: '1000', help: 'a pod that reads its workload: the longest one admission waits for owner reads (then the values say Pending and the agent fills them in)' },
+  'owner-budget-ms': { env: 'OWNERREFS_OWNER_BUDGET_MS', def: '1000', help: 'a pod that reads its workload: the longest one admission waits for owner reads (then the values say Pending and the agent fills them in); under 4500, the API server\'s 5 s timeout less 500 ms' },
   'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: '60', help: 'read an owner in use again after this long' },
   'max-owners': { env: 'OWNERREFS_MAX_OWNERS', def: '20000', help: 'owners held in the cache at most (the least lately used goes first)' },
   'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
@@ -77,8 +85,12 @@ export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): Webh
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
+  const ownerBudgetMs = num('owner-budget-ms', 0);
+  if (ownerBudgetMs >= MAX_OWNER_BUDGET_MS) {
+    throw new ConfigError(`--owner-budget-ms must be under ${MAX_OWNER_BUDGET_MS} (the webhook's ${TIMEOUT_SECONDS} s timeout less 500 ms, past which pod creation fails); got ${JSON.stringify(get('owner-budget-ms'))}`);
+  }
   return {
-    ownerBudgetMs: num('owner-budget-ms', 0), ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000, maxOwners: Math.floor(num('max-owners', 1)), followKinds,
+    ownerBudgetMs, ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000, maxOwners: Math.floor(num('max-owners', 1)), followKinds,
     listenHost, listenPort, healthHost, healthPort, certFile, keyFile, logLevel: level,
     kubeconfig: get('kubeconfig') || undefined,
     namespace: get('namespace'), service: get('service'), secret: get('secret'), configName: get('webhook-config'),

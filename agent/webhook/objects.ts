@@ -68,6 +68,10 @@ export const chainAtAdmission: ChainSource = (_namespace, owners) => {
 
 export interface MutateOptions extends Pick<RewriteContext, 'ephemeralOnly'> {
   chain?: ChainSource;
+  /** An UPDATE: the spec is rewritten as at CREATE, but a Pod's annotations are the agent's by then, never overwritten. */
+  update?: boolean;
+  /** The request's namespace (the API server's, trusted); the object's own metadata.namespace only offline (`inject`). */
+  namespace?: string;
 }
 
 /**
@@ -80,7 +84,7 @@ export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mu
   if (!path) return { allowed: true, patch: [], changed: [], warnings: [] };
   const spec = dig(obj, path);
   const pod = kind === 'Pod';
-  const reads = pod && !opts.ephemeralOnly ? annotationsRead(spec) : [];
+  const reads = pod && !opts.update && !opts.ephemeralOnly ? annotationsRead(spec) : [];
   if (!usesKepSyntax(spec) && reads.length === 0) return { allowed: true, patch: [], changed: [], warnings: [] };
   const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; namespace?: unknown; ownerReferences?: unknown; annotations?: unknown } | undefined;
   const name = objectName(meta);
@@ -92,7 +96,8 @@ export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mu
   const warnings = [...r.warnings];
   if (owners.filter((o) => o.controller === true).length > 1) warnings.push('the pod lists more than one owner with controller: true; the API server refuses that for any pod');
   if (reads.length > 0) {
-    const values = admissionValues(reads, owners, typeof meta?.namespace === 'string' ? meta.namespace : '', opts.chain ?? chainAtAdmission);
+    const namespace = opts.namespace ?? (typeof meta?.namespace === 'string' ? meta.namespace : '');
+    const values = admissionValues(reads, owners, namespace, opts.chain ?? chainAtAdmission);
     const existing = isRecord(meta?.annotations) ? meta.annotations : undefined;
     const bytes = annotationBytes({ ...existing, ...Object.fromEntries(values) });
     if (bytes > MAX_ANNOTATION_BYTES) {

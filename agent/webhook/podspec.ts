@@ -9,7 +9,7 @@
 // items beside any other source. Nothing else changes: the API server then validates every
 // item as it validates any downward API item, and the kubelet renders it.
 
-import { annotationField, fieldRefs, REWRITTEN_FIELDS, unknownAnnotationRead } from '../../projections/annotations.ts';
+import { ANNOTATION_KEYS, ANNOTATIONS, annotationField, annotationRead, fieldRefs, REWRITTEN_FIELDS, unknownAnnotationRead } from '../../projections/annotations.ts';
 import { describe } from '../common/validation.ts';
 
 export type PatchOp = { op: 'replace' | 'add'; path: string; value: unknown };
@@ -60,7 +60,13 @@ export function rewriteSpec(spec: unknown, ctx: RewriteContext = {}): SpecRewrit
     if (ctx.ephemeralOnly && !isNewEphemeral(where)) continue;
     const unknown = unknownAnnotationRead(ref.fieldPath);
     if (unknown !== undefined) {
-      out.warnings.push(`${at(spec, where)} reads the annotation ${field(unknown)}, which ownerrefs.dev does not set (its annotations: ${Object.values(REWRITTEN_FIELDS).join(', ')})`);
+      // Short (the API server may truncate a warning past 256 characters): the nearest key, not the list.
+      out.warnings.push(`${at(spec, where)} reads the annotation ${field(unknown)}, which ownerrefs.dev does not set: did you mean ${nearest(unknown)}?`);
+    }
+    // The agent sets the Node's annotation once the pod is bound, after admission: env, read
+    // at the container's start, would most often be empty. Ephemeral containers start later.
+    if (where[2] === 'env' && where[0] !== 'ephemeralContainers' && annotationRead(ref.fieldPath) === ANNOTATIONS.node) {
+      out.warnings.push(`${at(spec, where)} reads ${ANNOTATIONS.node}, which is set only after the pod is bound to a node, so env most often gets it empty: read it from a downwardAPI volume instead`);
     }
     if (typeof ref.fieldPath !== 'string' || !Object.hasOwn(REWRITTEN_FIELDS, ref.fieldPath)) continue;
     out.ops.push({ op: 'replace', path: pointer(...where, 'fieldPath'), value: annotationField(REWRITTEN_FIELDS[ref.fieldPath]!) });
@@ -79,4 +85,19 @@ function at(spec: unknown, where: (string | number)[]): string {
   const v = s.volumes![where[1] as number]!;
   const item = where[2] === 'downwardAPI' ? v.downwardAPI!.items![where[4] as number]! : v.projected!.sources![where[4] as number]!.downwardAPI!.items![where[7] as number]!;
   return `volume ${field(v.name ?? where[1])} item ${field(item.path ?? '?')}`;
+}
+
+/** The known annotation nearest to `key` by edit distance (a typo's likely meaning). */
+function nearest(key: string): string {
+  const distance = (a: string, b: string): number => {
+    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const next = [i];
+      for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row = next;
+    }
+    return row[b.length]!;
+  };
+  const k = key.slice(0, 256); // pod-author input: bounded before the quadratic walk
+  return ANNOTATION_KEYS.reduce((best, c) => (distance(k, c) < distance(k, best) ? c : best));
 }

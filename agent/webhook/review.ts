@@ -144,19 +144,24 @@ export function admit(req: AdmissionRequest, opts: Pick<MutateOptions, 'chain'> 
   if (req.kind.kind === 'Pod' && req.subResource === 'ephemeralcontainers') {
     return mutate(req.kind.kind, req.object, { ephemeralOnly: { existing: ephemeralNames(req.oldObject) } });
   }
-  return mutate(req.kind.kind, req.object, opts);
+  // Only a CREATE sets a Pod's annotations (the registration sends no other, but an UPDATE
+  // must never put admission's Pending over the agent's values).
+  return mutate(req.kind.kind, req.object, { ...opts, update: req.operation !== 'CREATE', namespace: req.namespace ?? '' });
 }
 
 /**
  * For a Pod being created whose spec reads a value of the controller chain: its namespace
  * and owners, whose chain the webhook reads before admit() (the rest is admit's to check).
+ * The namespace is the request's, which the API server sets: the object's metadata.namespace
+ * is the author's, may be absent, and would have the webhook read another namespace's owners.
  */
 export function chainNeeded(req: AdmissionRequest): { namespace: string; owners: OwnerReference[] } | undefined {
   if (req.kind.group !== '' || req.kind.kind !== 'Pod' || req.operation !== 'CREATE' || req.subResource !== undefined || !isRecord(req.object)) return undefined;
+  if (!req.namespace) return undefined; // the API server always sends it for a Pod: without it, no namespace to trust
   if (!annotationsRead(req.object.spec).some((k) => CHAIN_KEYS.has(k))) return undefined;
   const meta = isRecord(req.object.metadata) ? req.object.metadata : {};
   const owners = Array.isArray(meta.ownerReferences) ? meta.ownerReferences.filter((o): o is OwnerReference => isRecord(o) && typeof o.uid === 'string' && typeof o.name === 'string') : [];
-  return { namespace: typeof meta.namespace === 'string' ? meta.namespace : req.namespace ?? '', owners };
+  return { namespace: req.namespace, owners };
 }
 
 /** The names of a pod's ephemeral containers (its old object: those the API server forbids changing). */

@@ -22,7 +22,7 @@ import { clip } from '../common/validation.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
 import { MUTATE_PATH } from './registration.ts';
-import { admit, chainNeeded, isServed, parseReview, responseFor, reviewOf, ReviewError } from './review.ts';
+import { admit, chainNeeded, isServed, parseReview, responseFor, reviewOf, ReviewError, type AdmissionRequest } from './review.ts';
 
 const { createServer } = process.getBuiltinModule('node:https');
 
@@ -145,7 +145,7 @@ async function handle(body: string, res: ServerResponse, log: Logger, done: (res
     // Only served kinds become a metric label: any string can arrive here.
     kind = isServed(req.kind) ? req.kind.kind : 'other';
     const needed = chains ? chainNeeded(req) : undefined;
-    const chain = needed && chains ? await chains(needed.namespace, needed.owners) : undefined;
+    const chain = needed && chains ? await readChain(chains, needed, req, log) : undefined;
     m = admit(req, chain ? { chain: () => chain } : {});
   } catch (err) {
     if (!(err instanceof ReviewError)) return failed(err, req?.uid, res, log, done, kind);
@@ -165,6 +165,21 @@ async function handle(body: string, res: ServerResponse, log: Logger, done: (res
     done('unchanged', kind);
   }
   reply(res, 200, reviewOf(responseFor(req.uid, m)), 'application/json');
+}
+
+/**
+ * The pod's chain, or undefined when reading it failed: then admission's own value
+ * (chainAtAdmission: Pending), which the agent fills in later. Its values are never worth
+ * refusing the pod for.
+ */
+async function readChain(chains: ChainResolver, needed: { namespace: string; owners: readonly OwnerReference[] }, req: AdmissionRequest, log: Logger): Promise<ControllerChain | undefined> {
+  try {
+    return await chains(needed.namespace, needed.owners);
+  } catch (err) {
+    log.warn({ [F.reason]: 'ChainFailed', [F.object]: clip(`${req.namespace ?? ''}/${req.name ?? ''}`, 320), [F.err]: clip(String(err), MAX_FIELD) },
+      'reading the pod\'s owners failed; its workload values say Pending until the agent fills them in');
+    return undefined;
+  }
 }
 
 /**

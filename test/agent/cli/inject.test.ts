@@ -78,6 +78,15 @@ describe('ownerrefs-agent inject', () => {
     expect(r.stderr).toMatch(/warning: the pod lists more than one owner with controller: true/);
   });
 
+  it("prints the webhook's warning for env that reads the Node's annotation, which is empty at the first start", async () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', ownerReferences: [] },
+      spec: { containers: [{ name: 'app', env: [{ name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'ownerrefs.dev/nodeOwnerReferences' } } }] }] } };
+    const r = await cli([], JSON.stringify(pod));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('document 1 (Pod p): warning: env app/NODE reads ownerrefs.dev/node-owner-references, which is set only after the pod is bound to a node, so env most often gets it empty: read it from a downwardAPI volume instead\n');
+    expect(JSON.parse(r.stdout).spec.containers[0].env[0].valueFrom.fieldRef.fieldPath).toBe("metadata.annotations['ownerrefs.dev/node-owner-references']");
+  });
+
   it("names, escaped, an object whose name is not a Kubernetes name (it is echoed to a terminal)", async () => {
     const pod = { kind: 'Pod', metadata: { name: 'p\n\x1b[31mX' }, spec: kepSpec() };
     const r = await cli([], JSON.stringify(pod));

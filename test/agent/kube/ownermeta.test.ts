@@ -199,6 +199,38 @@ describe('OwnerMetadataCache', () => {
     c.close();
   });
 
+  it('tells of an owner evicted past maxEntries while its read was in flight, when the read ends, so its waiters look again', async () => {
+    const f = fakeApi({ [RS]: { metadata: { uid: 'rs-1' } }, [DEP]: { metadata: { uid: 'dep-1' } } });
+    f.hold(true);
+    const changed: string[] = [];
+    const c = new OwnerMetadataCache({ client: f.api, kinds: BUILTIN_KINDS, refreshMs: 60_000, clock: new FakeClock(), log: memoryLogger().log,
+      changed: (u) => changed.push(u), maxEntries: 1 });
+    c.lookup('ns', rs);
+    c.lookup('ns', dep); // rs evicted, its GET still in flight
+    expect(c.size).toBe(1);
+    f.release();
+    await flush();
+    expect(changed.sort()).toEqual(['dep-1', 'rs-1']);
+    expect(c.lookup('ns', rs)).toEqual({ state: 'pending' }); // looked up again: read again
+    c.close();
+  });
+
+  it('tells of an owner evicted past maxEntries while its read waited its turn, when its turn comes', async () => {
+    const f = fakeApi({});
+    f.hold(true);
+    const changed: string[] = [];
+    const c = new OwnerMetadataCache({ client: f.api, kinds: BUILTIN_KINDS, refreshMs: 60_000, clock: new FakeClock(), log: memoryLogger().log,
+      changed: (u) => changed.push(u), maxEntries: 1 });
+    const ref = (i: number) => owner({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `rs-${i}`, uid: `u${i}` });
+    for (let i = 0; i <= MAX_IN_FLIGHT; i++) c.lookup('ns', ref(i)); // the last one queued
+    c.lookup('ns', ref(MAX_IN_FLIGHT + 1)); // evicts it, unread
+    f.release();
+    for (let i = 0; i < 5; i++) await flush();
+    expect(changed).toContain(`u${MAX_IN_FLIGHT}`);
+    expect(f.gets.map((g) => g.path)).not.toContain(`/apis/apps/v1/namespaces/ns/replicasets/rs-${MAX_IN_FLIGHT}?resourceVersion=0`); // skipped, not read
+    c.close();
+  });
+
   it('does not read kinds off the allow-list', () => {
     const f = fakeApi({});
     const { c } = cache(f.api);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ANNOTATION_KEYS } from '../../../projections/annotations.ts';
 import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
 import { MAX_ANNOTATION_BYTES, mutate, POD_SPEC_PATHS } from '../../../agent/webhook/objects.ts';
 import { applyPatch } from '../../../agent/webhook/patch.ts';
@@ -72,6 +73,31 @@ describe('a Pod in KEP-4753 syntax', () => {
     const spec = { containers: [{ name: 'app', env: [kepEnv(), { name: 'T', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['ownerrefs.dev/owner-refrences']" } } }] }] };
     const m = mutate('Pod', kepPod(spec as never));
     expect(m.allowed && m.warnings).toEqual([expect.stringMatching(/^env app\/T reads the annotation ownerrefs.dev\/owner-refrences, which ownerrefs.dev does not set/)]);
+  });
+
+  it('names every annotation ownerrefs.dev sets in that warning, and calls a read of none of them a typo', () => {
+    const env = (name: string, key: string) => ({ name, valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${key}']` } } });
+    const spec = { containers: [{ name: 'app', env: [env('T', 'ownerrefs.dev/workload-nme'), ...ANNOTATION_KEYS.filter((k) => k !== 'ownerrefs.dev/node-owner-references').map((k, i) => env(`K${i}`, k))] }] };
+    const m = mutate('Pod', kepPod(spec as never));
+    expect(m.allowed && m.warnings).toEqual(['env app/T reads the annotation ownerrefs.dev/workload-nme, which ownerrefs.dev does not set: did you mean ownerrefs.dev/workload-name?']);
+    expect(ANNOTATION_KEYS).toHaveLength(11);
+  });
+
+  it('warns that env reading the Node\'s annotation is most often empty (it is set once the pod is bound), by either field path, and not a volume', () => {
+    const env = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+    const spec = {
+      initContainers: [{ name: 'init', env: [env('NODE', 'ownerrefs.dev/nodeOwnerReferences')] }],
+      containers: [{ name: 'app', env: [env('NODE', "metadata.annotations['ownerrefs.dev/node-owner-references']"), env('OWNERS', 'metadata.ownerReferences')] }],
+      volumes: [{ name: 'podinfo', downwardAPI: { items: [{ path: 'node', fieldRef: { fieldPath: 'ownerrefs.dev/nodeOwnerReferences' } }] } }],
+    };
+    const said = (where: string) => `${where} reads ownerrefs.dev/node-owner-references, which is set only after the pod is bound to a node, so env most often gets it empty: read it from a downwardAPI volume instead`;
+    const m = mutate('Pod', kepPod(spec as never));
+    expect(m.allowed && m.warnings).toEqual([said('env app/NODE'), said('env init/NODE')]);
+    const d = mutate('Deployment', workload('Deployment', spec));
+    expect(d.allowed && d.warnings).toEqual([said('env app/NODE'), said('env init/NODE')]);
+    // kubectl debug's container starts on a bound pod: its env gets the value.
+    const dbg = mutate('Pod', kepPod({ containers: [{ name: 'app' }], ephemeralContainers: [{ name: 'dbg', env: [env('NODE', 'ownerrefs.dev/nodeOwnerReferences')] }] } as never), { ephemeralOnly: { existing: new Set() } });
+    expect(dbg.allowed && dbg.warnings).toEqual([]);
   });
 
   it('is idempotent: a second pass over its own output changes nothing', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { admit, parseReview, responseFor, ReviewError } from '../../../agent/webhook/review.ts';
+import { admit, chainNeeded, parseReview, responseFor, ReviewError } from '../../../agent/webhook/review.ts';
 import { kepPod, kepSpec, workload } from '../../support/podspecs.ts';
 
 const review = (request: unknown) => JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request });
@@ -87,5 +87,44 @@ describe('admit', () => {
       const m = admit(parseReview(review(req({ kind: { group, version: 'v1', kind }, object: workload(kind, kepSpec()) }))));
       expect(m.allowed && m.patch.length).toBe(2); // the env and the volume item
     }
+  });
+});
+
+describe('a Pod that reads its workload', () => {
+  const rs = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: 'rs-1', controller: true };
+  const reads = (...keys: string[]) => ({ containers: [{ name: 'app', env: keys.map((k, i) => ({ name: `E${i}`, valueFrom: { fieldRef: { fieldPath: `metadata.annotations['ownerrefs.dev/${k}']` } } })) }] });
+  const pod = (meta: Record<string, unknown>, spec: unknown = reads('workload-uid', 'controller-uid')) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', ownerReferences: [rs], ...meta }, spec });
+
+  it('gets its annotations at CREATE only: an UPDATE never writes admission\'s values over the agent\'s', () => {
+    const stored = pod({ namespace: 'ns', annotations: { 'ownerrefs.dev/workload-uid': 'd-1', 'ownerrefs.dev/controller-uid': 'rs-1' } });
+    expect(admit(parseReview(review(req({ operation: 'UPDATE', namespace: 'ns', object: stored }))))).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
+    const created = admit(parseReview(review(req({ namespace: 'ns', object: pod({ namespace: 'ns' }) }))));
+    expect(created.allowed && created.patch).toEqual([{ op: 'add', path: '/metadata/annotations', value: { 'ownerrefs.dev/workload-uid': '(unresolved: Pending)', 'ownerrefs.dev/controller-uid': 'rs-1' } }]);
+  });
+
+  it('still has KEP syntax rewritten in an UPDATE, as a template has, with no annotation set', () => {
+    const kep = pod({ namespace: 'ns' }, { containers: [{ name: 'app', env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: 'ownerrefs.dev/workloadOwnerReferences' } } }] }] });
+    const m = admit(parseReview(review(req({ operation: 'UPDATE', namespace: 'ns', object: kep }))));
+    expect(m.allowed && m.patch).toEqual([{ op: 'replace', path: '/spec/containers/0/env/0/valueFrom/fieldRef/fieldPath', value: "metadata.annotations['ownerrefs.dev/workload-owner-references']" }]);
+  });
+
+  it.each([
+    { what: 'another namespace', meta: { namespace: 'victim' } },
+    { what: 'none', meta: {} },
+  ])('has its owners read in the request\'s namespace, whatever its metadata.namespace says ($what)', ({ meta }) => {
+    const r = parseReview(review(req({ namespace: 'team-a', object: pod(meta) })));
+    expect(chainNeeded(r)).toEqual({ namespace: 'team-a', owners: [rs] });
+    const asked: string[] = [];
+    admit(r, { chain: (ns) => { asked.push(ns); return { items: [rs], end: { reason: 'Top', message: '' } }; } });
+    expect(asked).toEqual(['team-a']);
+  });
+
+  it('answers env that reads the Node\'s annotation with an admission warning to read it from a volume (kubectl prints it)', () => {
+    const r = responseFor('u-1', admit(parseReview(review(req({ namespace: 'ns', object: pod({ namespace: 'ns' }, reads('node-owner-references')) })))));
+    expect(r).toMatchObject({ allowed: true, warnings: [expect.stringMatching(/^env app\/E0 reads ownerrefs.dev\/node-owner-references, which is set only after the pod is bound to a node.*read it from a downwardAPI volume instead$/)] });
+  });
+
+  it('has no owners read without a request namespace (an API server always sends one for a Pod)', () => {
+    expect(chainNeeded(parseReview(review(req({ object: pod({ namespace: 'victim' }) }))))).toBeUndefined();
   });
 });

@@ -188,6 +188,24 @@ describe('the webhook endpoint', () => {
     }
   });
 
+  it('admits a pod whose chain could not be read with admission\'s own values (Pending, for the agent to fill in), and logs why', async () => {
+    const t = await ensureServingTls(store(), OPTS);
+    const log = memoryLogger();
+    const failing = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: log.log, chains: () => Promise.reject(new Error('owner cache closed')) });
+    try {
+      const spec = { containers: [{ name: 'app', env: [{ name: 'W', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['ownerrefs.dev/workload-name']" } } }] }] };
+      const r = await post(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+        request: { uid: 'c1', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace: 'default', object: kepPod(spec as never) } }),
+      { port: (failing.server.address() as { port: number }).port, ca: t.caBundle });
+      const response = JSON.parse(r.body).response;
+      expect(response).toMatchObject({ uid: 'c1', allowed: true, patchType: 'JSONPatch' });
+      expect(JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8'))).toEqual([{ op: 'add', path: '/metadata/annotations', value: { 'ownerrefs.dev/workload-name': '(unresolved: Pending)' } }]);
+      expect(log.lines.filter((l) => l.reason === 'ChainFailed')).toEqual([expect.objectContaining({ object: 'default/', err: 'Error: owner cache closed' })]);
+    } finally {
+      await failing.close();
+    }
+  });
+
   it('serves only POST /mutate', async () => {
     expect((await post('', { path: '/other' })).status).toBe(404);
     expect((await post('', { method: 'PUT' })).status).toBe(405);
