@@ -1,10 +1,21 @@
 // KEP-4753's own mitigation ("Risks and Mitigations": some environments may not want pods to
 // see their ownerReferences): a ValidatingAdmissionPolicy that refuses, in the namespaces
-// carrying a label, every Pod and pod template that reads a pod's owners, in the KEP's syntax
-// or through our annotations (validation runs after the webhook's rewrite, so both are
-// checked). Off unless installed (the chart's forbidReading.enabled). Built here from the same
-// CEL as the webhook's matchConditions, so that the two agree on what "reads" means.
+// carrying a label, every Pod and pod template that reads a pod's owners, whichever way:
+//   - a fieldRef in the KEP's syntax or to one of our annotations (validation runs after the
+//     webhook's rewrite, so both are checked), built from the same CEL as the webhook's
+//     matchConditions, so that the two agree on what "reads" means;
+//   - an inline CSI volume of our driver (the files of CSI mode);
+//   - the ownerrefs.dev/volume annotation (the files of emptyDir mode): its presence is the
+//     opt-in (agent/volume/resolve.ts's optedIn), refused whatever it names, so that no
+//     disagreement between CEL and the agent's parsing of the list lets a pod through.
+// Only objects that start reading are refused: a CREATE, or an UPDATE of an object that read
+// nothing before (a matchCondition on oldObject). Objects that already read their owners when
+// the namespace was labelled may still be updated and deleted (the garbage collector's
+// patches, finalizer removals, scaling, the agent's annotation patch); the pods they would
+// create are refused. Off unless installed (the chart's forbidReading.enabled).
 
+import { DRIVER_NAME } from '../csi/driver.ts';
+import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
 import { ANNOTATION_KEYS, annotationField, REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 import { specUses } from './registration.ts';
 
@@ -13,19 +24,41 @@ export const FORBID_LABEL = 'ownerrefs.dev/forbid-reading-owners';
 
 const READS = [...Object.keys(REWRITTEN_FIELDS), ...ANNOTATION_KEYS.map(annotationField)];
 
-/** Where each served kind keeps its pod spec, as CEL, with the has() guards that reach it. */
-const SPECS: readonly [kinds: readonly string[], guard: string, spec: string][] = [
-  [['Pod'], 'has(object.spec)', 'object.spec'],
+/** Where each served kind keeps its pod template (a Pod is its own), as CEL on `r`, with the has() guards that reach it. */
+const TEMPLATES: readonly [kinds: readonly string[], guard: (r: string) => string, template: (r: string) => string][] = [
+  [['Pod'], (r) => `has(${r}.spec)`, (r) => r],
   [['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'ReplicationController'],
-    'has(object.spec) && has(object.spec.template) && has(object.spec.template.spec)', 'object.spec.template.spec'],
-  [['CronJob'], 'has(object.spec) && has(object.spec.jobTemplate) && has(object.spec.jobTemplate.spec) && has(object.spec.jobTemplate.spec.template) && has(object.spec.jobTemplate.spec.template.spec)',
-    'object.spec.jobTemplate.spec.template.spec'],
-  [['PodTemplate'], 'has(object.template) && has(object.template.spec)', 'object.template.spec'],
+    (r) => `has(${r}.spec) && has(${r}.spec.template)`, (r) => `${r}.spec.template`],
+  [['CronJob'], (r) => `has(${r}.spec) && has(${r}.spec.jobTemplate) && has(${r}.spec.jobTemplate.spec) && has(${r}.spec.jobTemplate.spec.template)`,
+    (r) => `${r}.spec.jobTemplate.spec.template`],
+  [['PodTemplate'], (r) => `has(${r}.template)`, (r) => `${r}.template`],
 ];
 
-/** The policy and its binding: namespaces labelled `label=true` refuse objects whose pods would read their owners. */
+/** CEL: the pod template of `root` (object or oldObject) as a list of zero or one {metadata, spec}. */
+function templateOf(root: string): string {
+  return TEMPLATES.reduceRight((rest, [kinds, guard, template]) =>
+    `(request.kind.kind in [${kinds.map((k) => `'${k}'`).join(', ')}] && ${guard(root)}) ? [dyn(${template(root)})] : ${rest}`, '[]');
+}
+
+/** The ways a pod template `t` reads its owners, each as CEL, with what the refusal says. */
+const WAYS = {
+  fieldRef: {
+    test: (t: string) => `has(${t}.spec) && (${specUses(`${t}.spec`, READS)})`,
+    says: 'through a fieldRef: remove every fieldRef to metadata.ownerReferences, ownerrefs.dev/... or metadata.annotations[\'ownerrefs.dev/...\']',
+  },
+  csi: {
+    test: (t: string) => `has(${t}.spec) && has(${t}.spec.volumes) && ${t}.spec.volumes.exists(v, has(v.csi) && has(v.csi.driver) && v.csi.driver == '${DRIVER_NAME}')`,
+    says: `through a CSI volume of the driver ${DRIVER_NAME}: remove that volume`,
+  },
+  emptyDir: {
+    test: (t: string) => `has(${t}.metadata) && has(${t}.metadata.annotations) && '${ANNOTATION_VOLUME}' in ${t}.metadata.annotations`,
+    says: `through the annotation ${ANNOTATION_VOLUME} (an emptyDir the agent fills): remove that annotation`,
+  },
+} as const;
+
+/** The policy and its binding: namespaces labelled `label=true` refuse objects whose pods would start reading their owners. */
 export function forbidReadingPolicy(label = FORBID_LABEL): Record<string, unknown>[] {
-  const reads = SPECS.map(([kinds, guard, spec]) => `(request.kind.kind in [${kinds.map((k) => `'${k}'`).join(', ')}] && ${guard} && (${specUses(spec, READS)}))`).join(' || ');
+  const anyWay = (t: string) => Object.values(WAYS).map((w) => `(${w.test(t)})`).join(' || ');
   return [{
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingAdmissionPolicy',
@@ -39,12 +72,18 @@ export function forbidReadingPolicy(label = FORBID_LABEL): Record<string, unknow
           { apiGroups: ['batch'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['jobs', 'cronjobs'] },
         ],
       },
-      validations: [{
-        expression: `!(${reads})`,
-        message: 'this namespace forbids pods from reading their owners (KEP-4753, namespace label ' + label + '=true): remove every fieldRef to ' +
-          'metadata.ownerReferences, ownerrefs.dev/... or metadata.annotations[\'ownerrefs.dev/...\']',
-        reason: 'Forbidden',
+      // An UPDATE is checked only if the object read nothing before: what already reads its
+      // owners may still be patched (and its finalizers removed, so that it can be deleted).
+      matchConditions: [{
+        name: 'starts-reading-owners',
+        expression: `request.operation == 'CREATE' || !(${templateOf('oldObject')}).exists(t, ${anyWay('t')})`,
       }],
+      variables: [{ name: 'template', expression: templateOf('object') }],
+      validations: Object.values(WAYS).map((w) => ({
+        expression: `!variables.template.exists(t, ${w.test('t')})`,
+        message: `this namespace forbids pods from reading their owners (KEP-4753, namespace label ${label}=true); this one reads them ${w.says}`,
+        reason: 'Forbidden',
+      })),
     },
   }, {
     apiVersion: 'admissionregistration.k8s.io/v1',

@@ -27,6 +27,6 @@ DaemonSet's \`nodeSelector\` requires ([chart values](../../charts/ownerrefs-age
 ## Namespace label
 
 ${table(['Label', 'Values', 'Effect'], [[code(FORBID_LABEL), '`true`',
-  `With the chart's \`forbidReading.enabled=true\` (off by default), the ValidatingAdmissionPolicy ${code(FORBID_POLICY_NAME)} refuses, in namespaces with this label, every Pod and pod template that reads its owners: in KEP-4753's syntax, through the \`ownerrefs.dev/\` field paths, or through the annotations ([annotations](annotations.md)). The chart's \`forbidReading.namespaceLabel\` names another label.`]])}
+  `With the chart's \`forbidReading.enabled=true\` (off by default), the ValidatingAdmissionPolicy ${code(FORBID_POLICY_NAME)} refuses, in namespaces with this label, every Pod and pod template that starts reading its owners: in KEP-4753's syntax, through the \`ownerrefs.dev/\` field paths, through the annotations ([annotations](annotations.md)), through an \`ownerrefs.dev\` CSI volume, or with the \`ownerrefs.dev/volume\` opt-in. Objects that read them already may still be updated and deleted. The chart's \`forbidReading.namespaceLabel\` names another label.`]])}
 `;
 }
