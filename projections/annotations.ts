@@ -15,9 +15,9 @@
 // identity as plain values (workload.ts): workload-kind, -name, -uid (the top of the chain),
 // controller-kind, -name, -uid (the pod's own controller), and otel-resource-attributes.
 
-import { isSettled, renderChainJson, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
+import { isSettled, renderChainJson, unsettledEndOfChainJson, UNSETTLED_END_NAMES, type ChainEnd, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
-import { controllerOf, otelResourceAttributes, workloadOf } from './workload.ts';
+import { controllerOf, otelResourceAttributes, unresolved, workloadOf } from './workload.ts';
 import type { OwnerReference } from './types.ts';
 
 export const ANNOTATIONS = {
@@ -167,8 +167,26 @@ function chainValue(key: AnnotationKey, chain: ControllerChain): string {
 }
 
 /**
+ * May `want`, an unsettled value ending in `reason`, replace `have`? Only where `have` too says
+ * only how far a reader got, and `reason` is an error other than its own (as the chain file,
+ * keepWhileUnsettled). The workload list and the OpenTelemetry attributes cannot tell: they stay.
+ */
+function replacesUnsettled(key: AnnotationKey, have: string, reason: ChainEnd): boolean {
+  if (reason === 'Pending') return false;
+  let was: string | undefined;
+  switch (key) {
+    case ANNOTATIONS.chain: was = unsettledEndOfChainJson(have); break;
+    case ANNOTATIONS.workloadKind: case ANNOTATIONS.workloadName: case ANNOTATIONS.workloadUid:
+      was = UNSETTLED_END_NAMES.find((r) => unresolved(r) === have); break;
+    default: return false;
+  }
+  return was !== undefined && was !== reason;
+}
+
+/**
  * The annotations to write: for each key the pod reads, its value where it differs from the
- * one in place (`current`), except an unknown value, or an unsettled one over a value in place.
+ * one in place (`current`), except an unknown value, or an unsettled one over a value in place
+ * (unless replacesUnsettled).
  */
 export function annotationChanges(keys: readonly AnnotationKey[], owners: readonly OwnerReference[], ctx: AnnotationContext,
   current: Readonly<Record<string, string>> | null | undefined): Map<AnnotationKey, string> {
@@ -176,7 +194,7 @@ export function annotationChanges(keys: readonly AnnotationKey[], owners: readon
   for (const key of keys) {
     const want = annotationValue(key, owners, ctx);
     const have = current?.[key];
-    if (!want || want.value === have || (!want.settled && have !== undefined)) continue;
+    if (!want || want.value === have || (!want.settled && have !== undefined && !replacesUnsettled(key, have, ctx.chain!.end.reason))) continue;
     out.set(key, want.value);
   }
   return out;

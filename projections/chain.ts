@@ -41,7 +41,10 @@ export type ChainEnd = keyof typeof CHAIN_END_REASONS;
  * followed, which a helm upgrade or two components' differing flags can make true for a while).
  * A value already in place is kept over such a chain: an error never blanks a known workload.
  */
-const UNSETTLED_ENDS: ReadonlySet<ChainEnd> = new Set(['Pending', 'Unavailable', 'Forbidden', 'NotServed', 'KindNotFollowed']);
+export const UNSETTLED_END_NAMES: readonly ChainEnd[] = ['Pending', 'Unavailable', 'Forbidden', 'NotServed', 'KindNotFollowed'];
+const UNSETTLED_ENDS: ReadonlySet<ChainEnd> = new Set(UNSETTLED_END_NAMES);
+
+const SETTLED_END_REASONS = (Object.keys(CHAIN_END_REASONS) as ChainEnd[]).filter((r) => !UNSETTLED_ENDS.has(r));
 
 /** Does the chain say what the owners are (true), or only how far the reader got (false)? */
 export function isSettled(chain: ControllerChain): boolean {
@@ -71,20 +74,36 @@ export function renderChainJson(chain: ControllerChain): string {
   ]);
 }
 
+/** The end of `value`, a chain as rendered (renderChainJson), if it says only how far a reader got; else (settled, or no chain) undefined. */
+export function unsettledEndOfChainJson(value: string): ChainEnd | undefined {
+  try {
+    const reason = (JSON.parse(value) as Partial<ControllerChain>).end?.reason;
+    return typeof reason === 'string' && UNSETTLED_ENDS.has(reason as ChainEnd) ? reason as ChainEnd : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * While the chain is unsettled (isSettled) it knows its first items only: a
- * chain file in place (at `chainPath`) that starts with them (then ',' or ']'), and the
- * workload file beside it if it is exactly the workload of that chain, may stay (KeepRule),
- * so an agent restart or a failing read never turns a known workload into []. Undefined
- * for a settled chain, or one that knows no item.
+ * chain file in place (at `chainPath`) that starts with them and goes on with more items, or
+ * stops there for a settled reason, and the workload file beside it if it is exactly the
+ * workload of that chain, may stay (KeepRule), so an agent restart or a failing read never
+ * turns a known workload into []. A read that fails replaces a file in place that failed
+ * otherwise or was Pending: the Forbidden that followed a Pending is written. Undefined for a settled
+ * chain, or one that knows no item.
  */
 export function keepWhileUnsettled(chain: ControllerChain, chainPath: string, rendered?: string): { chain: KeepRule; workload: KeepRule } | undefined {
   if (isSettled(chain) || chain.items.length === 0) return undefined;
   const full = rendered ?? renderChainJson(chain); // the caller's renderChainJson(chain), if it has it
   const known = full.slice(0, full.lastIndexOf('],"end":')); // the end object's strings cannot hold '"' unescaped
   const group = 'controllerChain';
+  // Pending keeps whatever in place has these items; an error keeps a settled end or its own
+  // (a retry that fails again rewrites nothing), and replaces another reader-side end.
+  const stopsHere = chain.end.reason === 'Pending' ? [Buffer.from(known + ']')]
+    : [...SETTLED_END_REASONS, chain.end.reason].map((r) => Buffer.from(`${known}],"end":{"reason":${goString(r)},`));
   return {
-    chain: { group, prefixes: [Buffer.from(known + ','), Buffer.from(known + ']')] },
+    chain: { group, prefixes: [Buffer.from(known + ','), ...stopsHere] },
     workload: { group, prefixes: [Buffer.from('[')], matches: { of: chainPath, derive: workloadOfChainFile } },
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { annotationChanges, annotationField, annotationRead, annotationsRead, ANNOTATIONS, unknownAnnotationRead } from '../../projections/annotations.ts';
-import type { ControllerChain } from '../../projections/chain.ts';
+import { renderChainJson, type ControllerChain } from '../../projections/chain.ts';
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import { KEP_OWNERS } from '../support/fixtures.ts';
 
@@ -36,7 +36,7 @@ describe('annotationChanges', () => {
   const kep = renderOwnerReferencesJson(owners);
   const node = { name: 'n1', uid: 'node-uid' };
   const chain = (reason: ControllerChain['end']['reason']): ControllerChain => ({ items: owners, end: { reason, message: '' } });
-  const { ownerReferences: O, node: N, chain: C, workload: W } = ANNOTATIONS;
+  const { ownerReferences: O, node: N, chain: C, workload: W, workloadName: WN } = ANNOTATIONS;
 
   it.each([
     { what: 'a value in place that is right: nothing', keys: [O], ctx: {}, current: { [O]: kep }, want: {} },
@@ -50,6 +50,12 @@ describe('annotationChanges', () => {
     ...(['Forbidden', 'NotServed', 'KindNotFollowed'] as const).map((end) => ({ what: `a reader's error (${end}) over values in place: left, as a failed read is`, keys: [C, W], ctx: { chain: chain(end) }, current: { [C]: 'known', [W]: 'known' }, want: {} })),
     { what: 'a fact about the owner (NotFound) over values in place: written', keys: [W], ctx: { chain: chain('NotFound') }, current: { [W]: 'known' }, want: { [W]: '[]' } },
     { what: 'an unsettled chain where there is none yet: written', keys: [C], ctx: { chain: chain('Pending') }, current: {}, want: { [C]: expect.stringContaining('"reason":"Pending"') } },
+    { what: 'a reader\'s error over a Pending in place: written (the Pending said a read was under way)', keys: [C, WN], ctx: { chain: chain('Forbidden') },
+      current: { [C]: renderChainJson(chain('Pending')), [WN]: '(unresolved: Pending)' }, want: { [C]: expect.stringContaining('"reason":"Forbidden"'), [WN]: '(unresolved: Forbidden)' } },
+    { what: 'a reader\'s error over another in place: written', keys: [WN], ctx: { chain: chain('Unavailable') }, current: { [WN]: '(unresolved: Forbidden)' }, want: { [WN]: '(unresolved: Unavailable)' } },
+    { what: 'the same error again, said otherwise: left', keys: [C], ctx: { chain: { items: owners, end: { reason: 'Forbidden', message: 'now' } } }, current: { [C]: renderChainJson({ items: owners, end: { reason: 'Forbidden', message: 'then' } }) }, want: {} },
+    { what: 'Pending over an error in place: left', keys: [C, WN], ctx: { chain: chain('Pending') }, current: { [C]: renderChainJson(chain('Forbidden')), [WN]: '(unresolved: Forbidden)' }, want: {} },
+    { what: 'a reader\'s error over a name in place: left', keys: [WN], ctx: { chain: chain('Forbidden') }, current: { [WN]: 'web' }, want: {} },
   ] as { what: string; keys: (typeof ANNOTATIONS)[keyof typeof ANNOTATIONS][]; ctx: object; current: Record<string, string> | null; want: object }[])('$what', ({ keys, ctx, current, want }) => {
     expect(Object.fromEntries(annotationChanges(keys, owners, ctx, current))).toEqual(want);
   });
