@@ -3,18 +3,24 @@
 // (test/packaging/chart.test.ts), and every e2e file runs the agent with daemonset.yaml's
 // RBAC: the RBAC the tests exercise is the RBAC users get. The real helm installs against
 // the real API server where the chart looks at the cluster (its namespace).
+//
+// On an API server of this file's own: the shared one holds what other files leave there
+// (daemonset.yaml's ClusterRole, the test webhook's registration by URL), which a server-side
+// apply would merge with and `helm install` would refuse to adopt.
 
 import { spawnSync } from 'node:child_process';
-import { ApiextensionsV1Api } from '@kubernetes/client-node';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { rm } from 'node:fs/promises';
+import { ApiextensionsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apply } from '../../localcluster/agentproc.ts';
+import { newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
-import { clusterInfo, kubeConfig } from '../support/cluster.ts';
+import { clusterInfo } from '../support/cluster.ts';
 import { renderMatrix } from '../support/chart.ts';
 
 /** cert-manager's two kinds the chart makes, as stand-ins (their schema open): enough for the API server to take them. */
-async function certManagerKinds(): Promise<void> {
-  const api = kubeConfig().makeApiClient(ApiextensionsV1Api);
+async function certManagerKinds(kc: KubeConfig): Promise<void> {
+  const api = kc.makeApiClient(ApiextensionsV1Api);
   for (const [kind, plural] of [['Certificate', 'certificates'], ['Issuer', 'issuers']] as const) {
     await api.createCustomResourceDefinition({ body: { metadata: { name: `${plural}.cert-manager.io` }, spec: {
       group: 'cert-manager.io', scope: 'Namespaced', names: { kind, plural, singular: kind.toLowerCase() },
@@ -25,13 +31,21 @@ async function certManagerKinds(): Promise<void> {
 
 describe('the Helm chart against the API server', () => {
   let renderings: ReturnType<typeof renderMatrix>;
+  let cp: ControlPlane | undefined;
+  const kc = new KubeConfig();
   beforeAll(async () => {
     renderings = renderMatrix(helmBin());
-    await certManagerKinds();
+    cp = await startControlPlane({ binDir: clusterInfo().binDir, workDir: await newWorkDir() });
+    kc.loadFromFile(cp.kubeconfigPath);
+    await certManagerKinds(kc);
   }, 600_000);
+  afterAll(async () => {
+    if (!cp) return;
+    await cp.stop();
+    await rm(cp.workDir, { recursive: true, force: true });
+  });
 
   it('every rendering of the value matrix passes a server-side dry-run apply', async () => {
-    const kc = kubeConfig();
     // Namespaced objects need their namespace to exist, even in a dry run: made for real once
     // (the defaults' Namespace), so the file passes alone and not only after a test that made it.
     await apply(kc, renderings[0]![1].filter((o) => o.kind === 'Namespace'));
@@ -44,11 +58,11 @@ describe('the Helm chart against the API server', () => {
 
   it('says what to do when `helm install --create-namespace` made its namespace first, instead of a conflict', async () => {
     const ns = `helm-made-${Date.now().toString(36)}`;
-    await kubeConfig().makeApiClient((await import('@kubernetes/client-node')).CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
-    const r = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--dry-run=server', `--kubeconfig=${clusterInfo().kubeconfigPath}`], { encoding: 'utf8' });
+    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+    const r = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--dry-run=server', `--kubeconfig=${cp!.kubeconfigPath}`], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain(`namespace ${ns} exists already and this release did not make it (helm --create-namespace makes it first): install without --create-namespace, or with --set namespace.create=false`);
-    const ok = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--set', 'namespace.create=false', '--dry-run=server', `--kubeconfig=${clusterInfo().kubeconfigPath}`], { encoding: 'utf8' });
+    const ok = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--set', 'namespace.create=false', '--dry-run=server', `--kubeconfig=${cp!.kubeconfigPath}`], { encoding: 'utf8' });
     expect(ok.status, ok.stderr).toBe(0);
   });
 });
