@@ -148,6 +148,13 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
     await relabel(pod, { app: 'elsewhere' });
     await e.waitFor(async () => (await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).metadata!.annotations![OWNERS] === goMarshal([]) || undefined, 'the agent sets the annotation');
     expect(await envOf(pod, 'OWNER_REFERENCES')).toBe(mine); // the running container keeps its env, as in-tree
+    // The kubelet starts the next container from its own copy of the pod: restart only once
+    // that copy has the new value (its /pods, through the API server), or a busy kubelet may
+    // restart it before its watch delivers the change, which no kubelet promises.
+    await e.waitFor(async () => {
+      const seen = await e.core.connectGetNodeProxyWithPath({ name: pod.spec!.nodeName!, path: 'pods' }) as unknown as { items: V1Pod[] }; // parsed already
+      return seen.items.find((p) => p.metadata!.uid === pod.metadata!.uid)?.metadata?.annotations?.[OWNERS] === goMarshal([]) || undefined;
+    }, "the kubelet's copy of the pod has the new annotation");
     await e.exec(pod, ['touch', '/tmp/restart']);
     await e.waitFor(async () => ((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 || undefined, 'the container restarted', 60_000);
     // The 1.30 kubelet starts a restarted container from the pod as of its last sync of it, and
@@ -156,7 +163,10 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
     // volume, get the new one). 1.31 and later resolve env from the current pod. docs/INSTALL.md.
     const minor = Number((await e.kc.makeApiClient(VersionApi).getCode()).minor.replace(/\D.*$/, ''));
     const want = minor >= 31 ? goMarshal([]) : mine;
-    await e.waitFor(async () => (await envOf(pod, 'OWNER_REFERENCES').catch(() => '')) === want || undefined, `the new container starts with ${minor >= 31 ? '"items":[]' : 'its first env (1.30)'}`, 60_000);
+    let last = '';
+    await e.waitFor(async () => (last = await envOf(pod, 'OWNER_REFERENCES').catch((err: unknown) => `(exec failed: ${String(err)})`)) === want || undefined,
+      `the new container starts with ${minor >= 31 ? '"items":[]' : 'its first env (1.30)'}`, 60_000)
+      .catch((err: unknown) => { throw new Error(`the container's env last read: ${last}`, { cause: err }); });
   });
 
   it.runIf(CONTAINERS)('a pod created while no agent runs on its node starts with the right owners (the webhook set them)', async () => {
