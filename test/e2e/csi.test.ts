@@ -56,8 +56,10 @@ describe('CSI mode', () => {
 
   it('has the files in place when NodePublishVolume returns, and they follow orphaning and adoption', async () => {
     const ds = await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: csiDaemonSet('podinfo-csi') });
-    const pod: V1Pod = await waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=podinfo-csi' })).items[0],
-      { describe: 'the DaemonSet pod' });
+    // Bound: a kubelet publishes only for pods bound to its node (the DaemonSet's pod is
+    // scheduled after it is created; before that the driver rightly refuses it).
+    const pod: V1Pod = await waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=podinfo-csi' })).items.find((p) => p.spec?.nodeName === e.nodeName),
+      { describe: 'the DaemonSet pod, bound to the node' });
     const ref = { name: pod.metadata!.name!, namespace: e.ns, uid: pod.metadata!.uid!, serviceAccount: pod.spec!.serviceAccountName! };
     const req = kubeletPrepare(e.kubeletRoot, ref, 'podinfo', e.nodeName);
     const file = (name = 'ownerReferences') => readFileSync(path.join(req.targetPath, name), 'utf8');
