@@ -70,4 +70,5 @@ if [[ $what == test ]]; then
   bash localcluster/csi/build.sh >/dev/null
   bash localcluster/tools/build.sh >/dev/null
   bash localcluster/oldest/build.sh >/dev/null # the oldest supported Kubernetes release
+  if has busybox; then bash localcluster/conformance/build.sh >/dev/null; fi # Kubernetes' e2e suite with ours, agnhost and the images they run
 fi
