@@ -12,7 +12,7 @@
 // version's webhook runs as one process on the same address instead, so the window between
 // them is where a real rollout's second replica would serve.
 
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,7 +30,7 @@ import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
 const run = promisify(execFile);
 const ROOT = path.join(import.meta.dirname, '..', '..');
 /** The last version before the kubelet rendered the KEP's syntax (CSI volumes and env literals instead). */
-export const PREVIOUS = '090ddab';
+export const PREVIOUS = '090ddabf89fbdba27d81454b41e9dc9e9547d057';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 /**
  * Each pod's container: once its file is there, records every tenth of a second in which it is
@@ -74,6 +74,10 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     execFileSync('mount', ['--make-rshared', '/']);
     // The previous version's tree, with this checkout's node_modules (the same dependencies).
     previous = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-previous-')); // for the whole file: later tests run its webhook
+    // A shallow clone lacks the commit: fetch it alone from where the clone came from.
+    const has = spawnSync('git', ['-C', ROOT, 'cat-file', '-e', `${PREVIOUS}^{commit}`]).status === 0;
+    const fetched = has || spawnSync('git', ['-C', ROOT, 'fetch', '--quiet', '--depth=1', 'origin', PREVIOUS], { stdio: 'inherit' }).status === 0;
+    if (!fetched) throw new Error(`the previous version's commit ${PREVIOUS} is not in this clone, and fetching it from origin failed: clone with its history (not --depth)`);
     execFileSync('sh', ['-c', `git -C ${ROOT} archive ${PREVIOUS} | tar -x -C ${previous}`]);
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(previous, 'node_modules'));
     mkdirSync(path.join(previous, 'bench', 'results', 'tmp'), { recursive: true });
