@@ -47,6 +47,12 @@ export interface WebhookProcess {
   logs(): string;
   metric(name: string, labels?: string): Promise<number>;
   stop(): Promise<number | null>;
+  /**
+   * Stops it and deletes its MutatingWebhookConfiguration: what a file on the shared API
+   * server must do last, or every later file's pods in the syntax are refused (failurePolicy
+   * Fail, nothing listening).
+   */
+  remove(): Promise<void>;
   /** Start the same webhook again (same port, same Secret: the CA carries over). */
   restart(): Promise<WebhookProcess>;
 }
@@ -115,6 +121,10 @@ export async function startWebhook(admin: KubeConfig, dir: string, opts: {
       async stop() {
         if (child.exitCode === null) child.kill('SIGTERM');
         return exited;
+      },
+      async remove() {
+        await w.stop();
+        await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch((err: unknown) => { if ((err as { code?: number }).code !== 404) throw err; });
       },
       restart: launch,
     };

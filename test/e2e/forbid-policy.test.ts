@@ -84,7 +84,7 @@ describe('forbidReading: KEP-4753\'s mitigation as a ValidatingAdmissionPolicy',
     }
     // While the file's kubelet emulator still runs: its pods terminate.
     for (const ns of namespaces) await ns.cleanup();
-    await webhook?.stop();
+    await webhook?.remove(); // the shared API server: no registration left behind
   }, 300_000);
 
   it.each([

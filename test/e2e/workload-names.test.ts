@@ -50,7 +50,7 @@ describe('the workload beside name parsing', () => {
       subjects: ['ownerrefs-agent', 'ownerrefs-webhook'].map((name) => ({ kind: 'ServiceAccount', name, namespace: 'ownerrefs-system' })) } }).catch(() => undefined);
     webhook = await startWebhook(e.kc, e.kubeletRoot, { args: [`--follow-kinds=${ROLLOUT}`] });
   }, 300_000);
-  afterAll(async () => { await webhook?.stop(); });
+  afterAll(async () => { await webhook?.remove(); }); // the shared API server: no registration left behind
 
   /** The pod of `selector` once the annotations say `truth` (the webhook, then the agent), and the row. */
   const row = async (name: string, selector: string, truth: string) => {

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
 import { newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
@@ -104,6 +104,11 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
   });
   afterAll(async () => {
     const code = await e.agent?.stop();
+    // A webhook registration left on the shared API server refuses every later file's pods in
+    // the syntax (nothing listens): the file that left it fails, not an innocent later one.
+    // (This hook runs after the file's own: vitest runs after-hooks last-registered first.)
+    const left = e.cp ? undefined : await e.kc.makeApiClient(AdmissionregistrationV1Api).readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch(() => undefined);
+    if (left) await e.kc.makeApiClient(AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' });
     // Before the emulator stops: it finishes the pods' graceful deletion (shared node).
     if (!e.cp) await ns?.cleanup();
     await e.kubelet?.stop();
@@ -114,6 +119,7 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
     }
     if (e.kubeletRoot) await rm(e.kubeletRoot, { recursive: true, force: true });
     if (code !== undefined && code !== 0) throw new Error(`agent exited ${code} on SIGTERM\n${await e.diagnostics()}`);
+    if (left) throw new Error('this file left the MutatingWebhookConfiguration ownerrefs.dev on the shared API server: end its webhook with WebhookProcess.remove()');
   });
   return e;
 }
