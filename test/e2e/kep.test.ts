@@ -138,7 +138,7 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
     await fileBecomes(pod, goMarshal([]), 'the projected item follows the orphaning', '/etc/all');
   });
 
-  it.runIf(CONTAINERS)('env: a container that restarts after its pod was orphaned starts with "items":[]', async () => {
+  it.runIf(CONTAINERS)('env: a container that restarts after its pod was orphaned starts with "items":[] (by its second restart: the first may start from the kubelet\'s last sync)', async () => {
     const loop = 'echo "OWNERS=$OWNER_REFERENCES"; while [ ! -e /tmp/restart ]; do sleep 0.2; done; exit 1';
     await daemonSet('restarts', { containers: [sleeper({ command: ['sh', '-c', loop], env: [{ name: 'OWNER_REFERENCES', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } }] })] });
     const pod = await runningWith('app=restarts');
@@ -155,18 +155,25 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
       const seen = await e.core.connectGetNodeProxyWithPath({ name: pod.spec!.nodeName!, path: 'pods' }) as unknown as { items: V1Pod[] }; // parsed already
       return seen.items.find((p) => p.metadata!.uid === pod.metadata!.uid)?.metadata?.annotations?.[OWNERS] === goMarshal([]) || undefined;
     }, "the kubelet's copy of the pod has the new annotation");
-    await e.exec(pod, ['touch', '/tmp/restart']);
-    await e.waitFor(async () => ((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 || undefined, 'the container restarted', 60_000);
-    // The 1.30 kubelet starts a restarted container from the pod as of its last sync of it, and
-    // an annotation change alone does not make it sync a pod without a volume that reads it:
-    // this container keeps its first env there (workload.test.ts's pods, which have such a
-    // volume, get the new one). 1.31 and later resolve env from the current pod. docs/INSTALL.md.
+    // A restarted container starts from the pod as of the kubelet's last sync of it, and an
+    // annotation's change alone may not have made one yet: 1.30's kubelet never syncs a pod for
+    // it (unless a downwardAPI volume reads the annotation, as workload.test.ts's pods do), and
+    // 1.36's may still be in a sync with the pod as it was. That restart can keep the old env;
+    // the next one starts from the current pod. docs/INSTALL.md.
     const minor = Number((await e.kc.makeApiClient(VersionApi).getCode()).minor.replace(/\D.*$/, ''));
-    const want = minor >= 31 ? goMarshal([]) : mine;
-    let last = '';
-    await e.waitFor(async () => (last = await envOf(pod, 'OWNER_REFERENCES').catch((err: unknown) => `(exec failed: ${String(err)})`)) === want || undefined,
-      `the new container starts with ${minor >= 31 ? '"items":[]' : 'its first env (1.30)'}`, 60_000)
-      .catch((err: unknown) => { throw new Error(`the container's env last read: ${last}`, { cause: err }); });
+    const want = goMarshal([]);
+    const restarts = async () => (await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).status?.containerStatuses?.[0]?.restartCount ?? 0;
+    let env = '';
+    for (let attempt = 1; attempt <= 2 && env !== want; attempt++) {
+      const before = await restarts();
+      // The container exits within 0.2 s of the touch, which may end the exec's stream in an
+      // error: the restart count is what says it worked.
+      await e.exec(pod, ['touch', '/tmp/restart']).catch(() => undefined);
+      await e.waitFor(async () => (await restarts()) > before || undefined, `the container restarted (${attempt})`, 60_000);
+      env = await e.waitFor(() => envOf(pod, 'OWNER_REFERENCES').catch(() => undefined), 'the new container answers');
+      console.log(`Kubernetes 1.${minor}, restart ${attempt}: the container's env is ${env === want ? 'the new owners' : 'its first one'}`);
+    }
+    expect(env, 'a restarted container starts with "items":[] by its second restart').toBe(want);
   });
 
   it.runIf(CONTAINERS)('a pod created while no agent runs on its node starts with the right owners (the webhook set them)', async () => {
