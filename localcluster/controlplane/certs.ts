@@ -41,7 +41,7 @@ subjectKeyIdentifier = hash
 basicConstraints = critical,CA:FALSE
 keyUsage = critical,digitalSignature
 extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1,DNS:localhost
+subjectAltName = IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc
 authorityKeyIdentifier = keyid
 [client_ext]
 basicConstraints = critical,CA:FALSE
@@ -95,7 +95,7 @@ export async function generatePki(dir: string): Promise<Pki> {
 }
 
 // Kubeconfig written as JSON, which both client-go and client-node parse as YAML.
-/** A certificate signed by the cluster CA: `ext` is client_ext or server_ext (SANs 127.0.0.1, localhost). */
+/** A certificate signed by the cluster CA: `ext` is client_ext or server_ext (SANs 127.0.0.1, localhost, and kubernetes.default.svc: the name real nodes' pods reach the API server by). */
 export async function issueCert(pki: Pki, name: string, subject: string, ext: 'client_ext' | 'server_ext'): Promise<KeyPair> {
   const pair = { cert: join(pki.dir, `${name}.crt`), key: join(pki.dir, `${name}.key`) };
   await openssl(['req', '-x509', '-config', join(pki.dir, 'openssl.cnf'), '-extensions', ext, ...EC_KEY,

@@ -58,7 +58,8 @@ export interface ControlPlaneOptions {
   /**
    * Real kubelets will join (localcluster/node): run node lifecycle (else the kubelet's
    * not-ready taint is never lifted), and route the API server's connections to kubelets
-   * (exec, logs) through a loopback proxy, since they listen on 127.0.0.1 only.
+   * (exec, logs) through a loopback proxy, since they listen on 127.0.0.1 only; a Service's
+   * pods (a webhook's) are called at their IPs on the node's bridge.
    */
   realNodes?: boolean;
   /** kube-apiserver's --feature-gates, e.g. "WatchList=false" to stand in for a 1.33 server. */
@@ -103,9 +104,11 @@ const SERVICE_CIDR = '10.0.0.0/24';
 // Controllers a test cluster needs: workload owners, GC, namespace cleanup and
 // service-account plumbing, and the kube-root-ca.crt ConfigMap every service-account
 // token volume needs. No node-lifecycle unless real kubelets join: it would mark the
-// fake node (no heartbeats) NotReady and taint it.
+// fake node (no heartbeats) NotReady and taint it. With real kubelets, EndpointSlices too
+// (the API server calls a Service's ready pods through them: --enable-aggregator-routing)
+// and disruption (a PodDisruptionBudget's status, which evictions check).
 const CONTROLLERS = 'daemonset,replicaset,deployment,statefulset,job,cronjob,garbagecollector,serviceaccount-token,namespace,serviceaccount,root-ca-cert-publisher';
-const NODE_CONTROLLERS = 'nodelifecycle';
+const NODE_CONTROLLERS = 'nodelifecycle,endpointslice,disruption';
 
 function logHint(logsDir: string, name: string): () => string {
   return () => `\n--- ${name}.log ---\n${tailFile(join(logsDir, `${name}.log`), 40)}`;
@@ -162,7 +165,10 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
     }));
     const toKubelet = await issueCert(pki, 'apiserver-kubelet-client', '/O=system:masters/CN=kube-apiserver-kubelet-client', 'client_ext');
     kubeletArgs.push(`--egress-selector-config-file=${egressConfig}`, `--kubelet-client-certificate=${toKubelet.cert}`,
-      `--kubelet-client-key=${toKubelet.key}`, '--kubelet-preferred-address-types=InternalIP,Hostname');
+      `--kubelet-client-key=${toKubelet.key}`, '--kubelet-preferred-address-types=InternalIP,Hostname',
+      // No kube-proxy here: a webhook behind a Service is called at one of its ready pods'
+      // IPs (from its EndpointSlices), which the egress proxy reaches on the node's bridge.
+      '--enable-aggregator-routing=true');
   }
 
   const sup = new Supervisor(workDir, logsDir);

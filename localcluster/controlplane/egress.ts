@@ -4,7 +4,8 @@
 // "cluster" egress: the API server asks it for <node IP>:<kubelet port> (exec, logs,
 // port-forward), and it connects to 127.0.0.1 at that port instead. The mechanism is
 // the one the Konnectivity proxy uses on clusters whose nodes the API server cannot
-// reach directly.
+// reach directly. A pod's IP (in POD_NETWORK, on a real node's bridge: a webhook's
+// Service endpoint) is connected to as asked: the bridge is local to this host.
 
 import { rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -15,6 +16,8 @@ export interface EgressProxy {
 }
 
 const MAX_HEAD = 8 * 1024;
+/** The real nodes' pod subnets, 10.244.N.0/24 (localcluster/node/realnode.ts). */
+const POD_NETWORK = /^10\.244\.\d{1,3}\.\d{1,3}$/;
 
 export async function startEgressProxy(socket: string): Promise<EgressProxy> {
   await rm(socket, { force: true });
@@ -31,12 +34,12 @@ export async function startEgressProxy(socket: string): Promise<EgressProxy> {
         return;
       }
       client.off('data', onData);
-      const m = /^CONNECT [^\s:]+:(\d+) HTTP\/1\.[01]\r\n/.exec(head.subarray(0, end).toString('latin1'));
+      const m = /^CONNECT ([^\s:]+):(\d+) HTTP\/1\.[01]\r\n/.exec(head.subarray(0, end).toString('latin1'));
       if (!m) {
         client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
         return;
       }
-      const upstream = net.connect(Number(m[1]), '127.0.0.1', () => {
+      const upstream = net.connect(Number(m[2]), POD_NETWORK.test(m[1]!) ? m[1] : '127.0.0.1', () => {
         client.write('HTTP/1.1 200 Connection established\r\n\r\n');
         const rest = head.subarray(end + 4);
         if (rest.length > 0) upstream.write(rest);

@@ -5,13 +5,14 @@
 //
 // Everything lives under one work directory (/tmp/ownerrefs-node-*): containerd's root,
 // state and socket, the kubelet root, CNI state, logs. The kubelet and the API server
-// speak over 127.0.0.1 only (the control plane's egress proxy, see egress.ts).
+// speak over 127.0.0.1 only (the control plane's egress proxy, see egress.ts); pods on the
+// node's bridge reach the API server through a relay at its gateway (apiforpods.ts).
 //
 // Teardown, in order, because each layer leaves something behind otherwise:
 //   1. delete every pod on the node (and the DaemonSets that would put theirs back) and wait
 //      until containerd runs no task: the kubelet stops the sandboxes through the CRI, which
 //      also runs CNI DEL
-//   2. stop the kubelet, then containerd
+//   2. stop the kubelet, then containerd, then the relay for pods
 //   3. kill containerd shims that outlived it (they are not its children), and any process
 //      still in one of this node's pod cgroups (a container the drain left running)
 //   4. unmount what is still mounted below the work directory (volumes, overlay, shm)
@@ -28,6 +29,7 @@ import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { writeKubeconfig } from '../controlplane/certs.ts';
 import type { ControlPlane } from '../controlplane/controlplane.ts';
 import { freePort } from '../controlplane/net.ts';
+import { startApiForPods, type ApiForPods } from './apiforpods.ts';
 import { mergePatch } from '../patch.ts';
 import { ownerAlive, reapStale, Supervisor, type Component } from '../controlplane/process.ts';
 import { waitFor } from '../wait.ts';
@@ -62,6 +64,8 @@ export interface RealNode {
   tagImage?(source: string, target: string): Promise<void>;
   /** The kubelet's and containerd's process ids (a benchmark weights the node's side). */
   pids?(): number[];
+  /** How pods on the node's bridge reach the API server (in place of the `kubernetes` Service). */
+  apiForPods?: ApiForPods;
   stop(): Promise<void>;
 }
 
@@ -109,16 +113,20 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
   const sup = new Supervisor(workDir, logsDir);
   let kubelet: Component | undefined;
   let containerd: Component | undefined;
+  let apiForPods: ApiForPods | undefined;
   const stop = async () => {
     // Step 1; on failure step 3 kills what the drain left running.
     await drain(opts.cp, opts.name, sock).catch((err: unknown) => console.error(`node ${opts.name}: drain failed (${err instanceof Error ? err.message : String(err)}); killing its containers directly`));
     if (kubelet) await sup.terminate(kubelet); // step 2
     if (containerd) await sup.terminate(containerd);
+    await apiForPods?.close();
     await sup.close();
     await cleanUp(workDir); // steps 3-5
   };
   try {
     await writeContainerdConfig(workDir, sock);
+    const { bridge, subnet } = network(workDir);
+    apiForPods = await startApiForPods(bridge, subnet, opts.cp.server);
     containerd = sup.spawn({ name: 'containerd', bin: which('containerd'), args: ['--config', path.join(workDir, 'containerd.toml')] });
     const c = containerd;
     await waitFor(async () => c.exited ? Promise.reject(new Error('containerd exited')) : (await ctr(sock, ['version'])) !== undefined,
@@ -139,7 +147,7 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
     kubelet = sup.spawn(kubeletSpec);
     await waitForReady(opts.cp, opts.name, () => kubelet!.exited, logsDir);
     return {
-      name: opts.name, kubeletRoot, workDir, logsDir,
+      name: opts.name, kubeletRoot, workDir, logsDir, apiForPods,
       pids: () => [kubelet, containerd].flatMap((c) => (c && !c.exited ? [c.pid] : [])),
       async importImage(archive: string) {
         return (await ctr(sock, ['images', 'import', archive])) ?? '';
