@@ -1,30 +1,30 @@
-// Upgrade, rollback and uninstall on the real node, as docs/OPERATIONS.md says to do them.
-// Every pod's container watches its file throughout: it must never read it missing or empty.
-// The previous version is built from its commit (git archive): its image, its chart's
-// rendering, its webhook (from its source, with its own configuration). Pods of every kind
-// run under it: an emptyDir-annotation DaemonSet, a CSI Deployment, and Deployment and
-// DaemonSet templates in the KEP's syntax (which that version's webhook rewrote into CSI
-// volumes). Then this version is applied, agent first, webhook second; then the previous
-// one again; then everything is removed and installed again.
+// Upgrade, rollback and uninstall on the real node, with `helm` as docs/OPERATIONS.md says
+// to run it. Every pod's container watches its file throughout: it must never read it
+// missing or empty. The previous version is built from its commit (git archive): its image
+// and its chart. Pods of every kind run under it: an emptyDir-annotation DaemonSet, a CSI
+// Deployment, and Deployment and DaemonSet templates in the KEP's syntax (which that
+// version's webhook rewrote into CSI volumes). Then `helm upgrade` to this version, `helm
+// rollback`, and the documented uninstall, then an install again.
 //
-// What the harness cannot show: the webhook's two replicas rolling behind its Service (there
-// is no Service routing here, and two replicas on one host would share a port); each
-// version's webhook runs as one process on the same address instead, so the window between
-// them is where a real rollout's second replica would serve.
+// The webhook runs as the chart runs it: two replicas on the node's bridge behind their
+// Service, which the API server calls at a ready replica's IP (the control plane's
+// aggregator routing stands in for kube-proxy). While each rollout runs, a pod in the KEP's
+// syntax is created (dry run) every tenth of a second: every one must be admitted and
+// rewritten, by one version or the other.
 
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { AdmissionregistrationV1Api, KubernetesObjectApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apply } from '../../localcluster/agentproc.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
-import { freePort, startWebhook, type WebhookProcess } from '../../localcluster/webhookproc.ts';
+import { freePort } from '../../localcluster/webhookproc.ts';
 import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
 import { items } from '../support/e2e.ts';
-import { readyAgent, rendering, type Rendering } from '../support/installed.ts';
+import { helm, readyAgent, type Rendering } from '../support/installed.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
 
 const run = promisify(execFile);
@@ -39,13 +39,10 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 const WATCH_BLANK = 'f=/etc/podinfo/ownerReferences; until [ -s $f ]; do sleep 0.1; done; while true; do [ -s $f ] || date >> /tmp/blank; sleep 0.1; done';
 
 describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () => {
-  const e = useRealNode('life', { agent: false });
+  const e = useRealNode('life', { objects: false });
   let previous: string;
   let prevRender: Rendering;
   let thisRender: Rendering;
-  let webhook: WebhookProcess | undefined;
-  let webhookPort: number;
-  let prevRegistration: (c: { url: string }) => Record<string, unknown>;
   const pods: Record<string, V1Pod> = {};
   const generations: Record<string, number> = {};
 
@@ -86,17 +83,54 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     const port = await freePort();
     prevRender = { helm: helmBin(), chart: path.join(previous, 'charts', 'ownerrefs-agent'), image: { repository: 'localhost/ownerrefs/ownerrefs-agent', tag: 'previous' }, port };
     thisRender = { helm: helmBin(), chart: CHART, image: { repository: 'localhost/ownerrefs/ownerrefs-agent', tag: 'dev' }, port };
-    prevRegistration = (await import(path.join(previous, 'agent', 'webhook', 'registration.ts')) as { webhookConfiguration: typeof prevRegistration }).webhookConfiguration;
     owners = await Promise.all(['owner-a', 'owner-b'].map(async (name) => ({ name, uid: (await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name } } })).metadata!.uid! })));
   }, 1_200_000);
-  afterAll(async () => { await webhook?.stop(); if (previous) rmSync(previous, { recursive: true, force: true }); });
+  afterAll(() => { if (previous) rmSync(previous, { recursive: true, force: true }); });
+
+  /** The webhook's Deployment rolled to `tag`: its two replicas of that image Ready, and no other pod of it left. */
+  const webhookOn = (tag: string) => e.waitFor(async () => {
+    const ws = (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-webhook' })).items;
+    return ws.length === 2 && ws.every((p) => p.spec!.containers[0]!.image!.endsWith(`:${tag}`) && !p.metadata!.deletionTimestamp
+      && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ? ws : undefined;
+  }, `the webhook's two replicas Ready on ${tag}, and no other`, 180_000);
+
+  /**
+   * Creates a pod in the KEP's syntax (dry run: nothing is kept) every tenth of a second until
+   * stopped; each answer is the form the webhook rewrote it into (the previous version's CSI
+   * volume, this version's annotation) or the error. Only objects in the syntax wait on it.
+   */
+  const probeAdmission = () => {
+    const answers: { form?: 'csi' | 'annotation' | 'unchanged'; error?: string }[] = [];
+    let stopped = false;
+    const loop = (async () => {
+      while (!stopped) {
+        try {
+          const p = await e.core.createNamespacedPod({ namespace: e.ns, dryRun: 'All', body: { metadata: { name: 'probe' }, spec: {
+            containers: [{ name: 'c', image: IMAGES.busybox, volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo' }] }],
+            volumes: [{ name: 'podinfo', downwardAPI: { items: [{ path: 'ownerReferences', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } } });
+          const v = p.spec!.volumes![0]!;
+          answers.push({ form: v.csi ? 'csi' : v.downwardAPI?.items?.[0]?.fieldRef?.fieldPath.startsWith('metadata.annotations') ? 'annotation' : 'unchanged' });
+        } catch (err) {
+          answers.push({ error: String((err as { body?: string }).body ?? err).slice(0, 300) });
+        }
+        await sleep(100);
+      }
+    })();
+    return { stop: async () => { stopped = true; await loop; return answers; } };
+  };
+  /** Every probe admitted and rewritten: by `from` first, by `to` at the end. */
+  const admittedThroughout = (answers: Awaited<ReturnType<ReturnType<typeof probeAdmission>['stop']>>, from: string, to: string) => {
+    const forms = answers.map((a) => a.form ?? `refused: ${a.error}`);
+    expect(forms.filter((f) => f !== 'csi' && f !== 'annotation')).toEqual([]);
+    expect([forms[0], forms.at(-1)]).toEqual([from, to]);
+    return { probes: answers.length, [from]: forms.filter((f) => f === from).length, [to]: forms.filter((f) => f === to).length };
+  };
 
   it('installs the previous version, and runs pods of every kind under it', { timeout: 600_000 }, async () => {
     await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch); // its DaemonSet's selector
-    await apply(e.kc, rendering(e, prevRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    await helm(e, prevRender, ['install', 'ownerrefs-agent', prevRender.chart, '--set', 'webhook.enabled=true']);
     await readyAgent(e);
-    webhookPort = await freePort();
-    webhook = await startWebhook(e.kc, e.node.workDir, { main: path.join(previous, 'agent', 'main.ts'), configuration: prevRegistration, port: webhookPort });
+    await webhookOn('previous');
     const sleeper = (volumeMounts: Obj[], env: Obj[] = []) => ({ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', WATCH_BLANK], volumeMounts, env });
     const tmpl = (app: string, spec: Obj, annotations?: Record<string, string>) => ({ selector: { matchLabels: { app } },
       template: { metadata: { labels: { app }, ...(annotations ? { annotations } : {}) }, spec: { terminationGracePeriodSeconds: 1, ...spec } } });
@@ -128,21 +162,23 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
   const secretCa = async () => (await e.core.readNamespacedSecret({ name: 'ownerrefs-webhook-tls', namespace: 'ownerrefs-system' })).data!['ca.crt'];
   const caBundle = async () => (await e.kc.makeApiClient(AdmissionregistrationV1Api).readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' })).webhooks![0]!.clientConfig.caBundle;
 
-  it('upgrades, the agent first and the webhook second: files and CSI volumes the previous agent served are kept current, no workload rolls, the certificates carry over', { timeout: 600_000 }, async () => {
+  it('upgrades with helm upgrade: the webhook admits throughout its rollout, files and CSI volumes the previous agent served are kept current, no workload rolls, the certificates carry over', { timeout: 600_000 }, async () => {
     const before = await readyAgent(e);
     const [ca, bundle] = [await secretCa(), await caBundle()];
-    await apply(e.kc, rendering(e, thisRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    const probe = probeAdmission();
+    await sleep(1_000);
+    await helm(e, thisRender, ['upgrade', 'ownerrefs-agent', CHART, '--reset-then-reuse-values']);
     const agent = await readyAgent(e, before.metadata!.name);
     expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:dev');
+    await webhookOn('dev');
+    await sleep(5_000); // past the last old replica's shutdown
+    console.log('admission through the upgrade:', admittedThroughout(await probe.stop(), 'csi', 'annotation'));
     // Every volume the previous agent served follows an owner change now.
     for (const app of ['csi', 'kep']) {
       await own(pods[app]!, owners[1]!);
       await settle(pods[app]!, '/etc/podinfo', ['owner-b'], 'owner-b, after the agent\'s upgrade');
     }
     expect(await namesIn(pods.emptydir!, '/etc/podinfo')).toEqual(['emptydir']);
-    // The webhook: this version where the previous one served, the configuration replaced in place.
-    await webhook!.stop();
-    webhook = await startWebhook(e.kc, e.node.workDir, { port: webhookPort });
     expect([await secretCa(), await caBundle()]).toEqual([ca, bundle]);
     // A template the previous webhook rewrote keeps working: a new pod of it, admitted now.
     const admittedBefore = (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=kep' })).items.map((p) => p.metadata!.uid!);
@@ -157,18 +193,26 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     for (const pod of Object.values(pods)) expect((await e.core.readNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns })).metadata!.uid).toBe(pod.metadata!.uid);
   });
 
-  it('rolls back: the previous agent serves the same volumes again, nothing rolls', { timeout: 600_000 }, async () => {
+  it('keeps one webhook replica through a drain: the PodDisruptionBudget refuses evicting the second', { timeout: 300_000 }, async () => {
+    const [first, second] = await webhookOn('dev');
+    const evict = (p: V1Pod) => e.core.createNamespacedPodEviction({ name: p.metadata!.name!, namespace: 'ownerrefs-system', body: { metadata: { name: p.metadata!.name!, namespace: 'ownerrefs-system' } } });
+    await e.waitFor(async () => (await e.kc.makeApiClient(PolicyV1Api).readNamespacedPodDisruptionBudget({ name: 'ownerrefs-webhook', namespace: 'ownerrefs-system' })).status?.disruptionsAllowed === 1 || undefined, 'the budget allows one disruption');
+    await evict(first!);
+    const refused = await evict(second!).then(() => 'evicted', (err: { code?: number }) => err.code);
+    expect(refused).toBe(429);
+    await webhookOn('dev');
+  });
+
+  it('rolls back with helm rollback: the webhook admits throughout, the previous agent serves the same volumes again, nothing rolls', { timeout: 600_000 }, async () => {
     const before = await readyAgent(e);
-    await webhook!.stop();
-    webhook = await startWebhook(e.kc, e.node.workDir, { main: path.join(previous, 'agent', 'main.ts'), configuration: prevRegistration, port: webhookPort });
-    // What helm rollback does: the previous release's objects, and this version's extra ones gone.
-    const prev = rendering(e, prevRender, ['--set', 'webhook.enabled=false']);
-    const keep = new Set(prev.map((o) => `${o.kind}/${o.metadata.name}`));
-    const extra = rendering(e, thisRender, ['--set', 'webhook.enabled=false']).filter((o) => !keep.has(`${o.kind}/${o.metadata.name}`));
-    await apply(e.kc, prev as KubernetesObject[]);
-    for (const o of extra) await KubernetesObjectApi.makeApiClient(e.kc).delete(o as KubernetesObject).catch(() => undefined);
+    const probe = probeAdmission();
+    await sleep(1_000);
+    await helm(e, thisRender, ['rollback', 'ownerrefs-agent']);
     const agent = await readyAgent(e, before.metadata!.name);
     expect(agent.spec!.containers[0]!.image).toBe('localhost/ownerrefs/ownerrefs-agent:previous');
+    await webhookOn('previous');
+    await sleep(5_000);
+    console.log('admission through the rollback:', admittedThroughout(await probe.stop(), 'annotation', 'csi'));
     for (const app of ['csi', 'kep']) {
       await own(pods[app]!, owners[0]!);
       await settle(pods[app]!, '/etc/podinfo', ['owner-a'], 'owner-a, after the rollback');
@@ -179,14 +223,11 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
 
   it('uninstalls in the documented order with pods still running: no pod stuck Terminating, no refusal left, what stays as documented; then installs again', { timeout: 600_000 }, async () => {
     // Back on this version, as an uninstall would start.
-    await apply(e.kc, rendering(e, thisRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    await helm(e, thisRender, ['upgrade', 'ownerrefs-agent', CHART, '--reset-then-reuse-values']);
     await readyAgent(e);
-    await webhook!.stop();
-    webhook = await startWebhook(e.kc, e.node.workDir, { port: webhookPort });
+    await webhookOn('dev');
     // 1. The webhook's configuration first: nothing waits on the webhook any more.
     await e.kc.makeApiClient(AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' });
-    await webhook.stop();
-    webhook = undefined;
     const plain = await e.core.createNamespacedPod({ namespace: e.ns, dryRun: 'All', body: { metadata: { name: 'after-webhook' }, spec: { containers: [{ name: 'c', image: IMAGES.busybox }] } } });
     expect(plain.metadata!.name).toBe('after-webhook');
     // 2. The workloads that mount ownerrefs.dev CSI volumes, while the agent still answers the kubelet's unpublish.
@@ -196,10 +237,9 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     for (const app of ['csi', 'kep']) await e.core.deleteNamespacedPod({ name: pods[app]!.metadata!.name!, namespace: e.ns }); // released: no workload deletes them
     await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns })).items.every((p) => !(p.spec?.volumes ?? []).some((v) => v.csi?.driver === 'ownerrefs.dev')) || undefined,
       'no pod with an ownerrefs.dev CSI volume left', 120_000);
-    // 3. The agent and the rest of the chart's objects (helm uninstall; the namespace stays, as Helm keeps it).
-    const objs = rendering(e, thisRender, ['--set', 'webhook.enabled=false']).filter((o) => o.kind !== 'Namespace');
-    for (const o of objs) await KubernetesObjectApi.makeApiClient(e.kc).delete(o as KubernetesObject).catch(() => undefined);
-    await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-agent' })).items.length === 0 || undefined, 'the agent gone', 120_000);
+    // 3. helm uninstall: the agents, the webhook, RBAC, policies, the CSIDriver.
+    await helm(e, thisRender, ['uninstall', 'ownerrefs-agent']);
+    await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system' })).items.length === 0 || undefined, 'the agent and the webhook gone', 120_000);
     // What stays: the emptyDir pod and its files as last written; the namespace; the webhook's Secret.
     expect(await namesIn(pods.emptydir!, '/etc/podinfo')).toEqual(['emptydir']);
     await e.core.readNamespace({ name: 'ownerrefs-system' });
@@ -207,8 +247,8 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     // No pod stuck: the emptyDir pod goes as any pod does.
     await e.apps.deleteNamespacedDaemonSet({ name: 'emptydir', namespace: e.ns });
     await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns })).items.filter((p) => p.metadata?.deletionTimestamp).length === 0 || undefined, 'no pod Terminating', 120_000);
-    // 4. A clean install again.
-    await apply(e.kc, rendering(e, thisRender, ['--set', 'webhook.enabled=false']) as KubernetesObject[]);
+    // 4. A plain install again (it takes over the namespace it kept).
+    await helm(e, thisRender, ['install', 'ownerrefs-agent', CHART]);
     await readyAgent(e);
     await e.apps.createNamespacedDaemonSet({ namespace: e.ns, body: { metadata: { name: 'again' }, spec: {
       selector: { matchLabels: { app: 'again' } }, template: { metadata: { labels: { app: 'again' }, annotations: { 'ownerrefs.dev/volume': 'podinfo' } }, spec: {

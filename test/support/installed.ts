@@ -1,19 +1,26 @@
 // The product installed as users install it, on the real node of realnode-e2e.ts: a chart's
-// rendering applied with server-side apply, the agent running as the DaemonSet's pod from
-// an image imported into the node's containerd.
+// rendering applied with server-side apply, or a release of the chart made by `helm` itself;
+// the agent running as the DaemonSet's pod from an image imported into the node's containerd.
 //
 // Two things of this harness differ from a cluster, and each rendering is patched for them
-// (nothing else): there is no Service routing (no kube-proxy), so the agent's pod uses the
-// host network and is told the API server's address; and the node's kubelet root is a
-// temporary directory, passed as kubeletRootDir. The host's root mount is made shared, as
-// systemd makes it on every node, so that HostToContainer propagation is allowed.
+// (nothing else; postrender.ts): there is no `kubernetes` Service routing (no kube-proxy),
+// so the agent's pod uses the host network and is told the API server's address, and the
+// webhook's pods are pointed at the node's relay for pods (localcluster/node/apiforpods.ts);
+// and the node's kubelet root is a temporary directory, passed as kubeletRootDir. The host's
+// root mount is made shared, as systemd makes it on every node, so that HostToContainer
+// propagation is allowed.
 
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
+import { parseManifests, patchForHarness, type Harness } from './postrender.ts';
 import type { RealNodeE2E } from './realnode-e2e.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const run = promisify(execFile);
 
 export interface Rendering {
   helm: string;
@@ -24,20 +31,40 @@ export interface Rendering {
   port: number;
 }
 
+const harness = (e: RealNodeE2E, r: Rendering): Harness => ({ server: e.cp.server, agentPort: r.port, pods: e.node.apiForPods?.podPatch() });
+/** The values every install here sets: the node's kubelet root, and the image imported into it. */
+const harnessValues = (e: RealNodeE2E, r: Rendering) => ['--set', `kubeletRootDir=${e.node.kubeletRoot}`,
+  '--set', `image.repository=${r.image.repository}`, '--set', `image.tag=${r.image.tag}`, '--set', 'image.pullPolicy=Never'];
+
 /** The chart's objects for the harness's node, with its two differences (see the top of the file). */
 export function rendering(e: RealNodeE2E, r: Rendering, values: string[] = []): Obj[] {
-  const api = new URL(e.cp.server);
-  const rendered = execFileSync(r.helm, ['template', 'ownerrefs-agent', r.chart, '--set', `kubeletRootDir=${e.node.kubeletRoot}`,
-    '--set', `image.repository=${r.image.repository}`, '--set', `image.tag=${r.image.tag}`, '--set', 'image.pullPolicy=Never', ...values]).toString();
-  const objs = parseAllDocuments(rendered).map((d) => d.toJS() as Obj).filter(Boolean);
-  const spec = objs.find((o) => o.kind === 'DaemonSet')!.spec.template.spec;
-  spec.hostNetwork = true;
-  spec.dnsPolicy = 'ClusterFirstWithHostNet';
-  const c = spec.containers[0];
-  c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: api.hostname }, { name: 'KUBERNETES_SERVICE_PORT', value: api.port });
-  c.args = c.args.map((a: string) => (a.startsWith('--health-addr=') ? `--health-addr=0.0.0.0:${r.port}` : a));
-  c.ports = [{ name: 'http-health', containerPort: r.port, protocol: 'TCP' }];
-  return objs;
+  const rendered = execFileSync(r.helm, ['template', 'ownerrefs-agent', r.chart, ...harnessValues(e, r), ...values]).toString();
+  return patchForHarness(parseManifests(rendered), harness(e, r));
+}
+
+/**
+ * Runs `helm` against the harness's cluster, as users run it, with the harness's differences
+ * applied by a post-renderer plugin (postrender.ts) in a plugin directory of its own.
+ * `install` and `upgrade` get the harness's values too.
+ */
+export async function helm(e: RealNodeE2E, r: Rendering, args: string[]): Promise<string> {
+  const home = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-helm-'));
+  const plugin = path.join(home, 'plugins', 'ownerrefs-harness');
+  mkdirSync(plugin, { recursive: true });
+  writeFileSync(path.join(plugin, 'render.sh'), `#!/bin/sh\nexec '${process.execPath}' '${path.join(import.meta.dirname, 'postrender.ts')}'\n`, { mode: 0o755 });
+  writeFileSync(path.join(plugin, 'plugin.yaml'), 'apiVersion: v1\nname: ownerrefs-harness\nversion: 0.1.0\ntype: postrenderer/v1\nruntime: subprocess\n' +
+    'runtimeConfig:\n  platformCommand:\n  - command: "${HELM_PLUGIN_DIR}/render.sh"\n');
+  // Only these render; a rollback applies what an earlier revision stored, as rendered then.
+  const renders = args[0] === 'install' || args[0] === 'upgrade';
+  const full = [...args, ...(renders ? [...harnessValues(e, r), '--post-renderer', 'ownerrefs-harness'] : []), `--kubeconfig=${e.cp.kubeconfigPath}`];
+  try {
+    return (await run(r.helm, full, { env: { ...process.env, HELM_PLUGINS: path.join(home, 'plugins'), HELM_CONFIG_HOME: home, HELM_CACHE_HOME: home, HELM_DATA_HOME: home,
+      OWNERREFS_HARNESS: JSON.stringify(harness(e, r)) } })).stdout;
+  } catch (err) {
+    throw new Error(`helm ${args.join(' ')}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`, { cause: err });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 }
 
 /** The agent's pod once it is Ready (and, with `not`, not that pod: a rolled one). */

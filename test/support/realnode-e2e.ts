@@ -49,7 +49,8 @@ export interface RealNodeE2E {
   waitFor<T>(fn: () => T | Promise<T>, describe: string, timeoutMs?: number): Promise<NonNullable<T>>;
 }
 
-export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode) => string[]; /** false: no agent process (the test runs its own) */ agent?: boolean } = {}): RealNodeE2E {
+export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode) => string[]; /** false: no agent process (the test runs its own) */ agent?: boolean;
+  /** false: none of daemonset.yaml's objects either, nor an agent (a file that installs the product with helm) */ objects?: boolean; } = {}): RealNodeE2E {
   const e = {} as RealNodeE2E;
   const diagnostics = async () => [
     await e.agent?.report(),
@@ -65,18 +66,21 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
     e.apps = e.kc.makeApiClient(AppsV1Api);
     e.node = CONTAINERS ? await startRealNode({ cp: e.cp, name: `${prefix}-node`, binDir: await nodeBinaries(), imagesDir: await nodeImages() }) : await hollowAsNode(e.cp, `${prefix}-node`);
     // The CSIDriver too (the kubelet looks it up on every publish); not the DaemonSet.
-    await apply(e.kc, manifestObjects().filter((o) => o.kind === 'CSIDriver'));
-    await e.kc.makeApiClient(StorageV1Api).readCSIDriver({ name: 'ownerrefs.dev' });
+    if (opts.objects !== false) {
+      await apply(e.kc, manifestObjects().filter((o) => o.kind === 'CSIDriver'));
+      await e.kc.makeApiClient(StorageV1Api).readCSIDriver({ name: 'ownerrefs.dev' });
+    }
     e.ns = `${prefix}-test`;
     await e.core.createNamespace({ body: { metadata: { name: e.ns } } });
     await e.waitFor(() => e.core.readNamespacedServiceAccount({ name: 'default', namespace: e.ns }), 'the default ServiceAccount');
-    const agentKc = await agentKubeconfig(e.kc, e.node.workDir, { nodeName: e.node.name });
+    const agentKc = opts.objects === false ? '' : await agentKubeconfig(e.kc, e.node.workDir, { nodeName: e.node.name });
     e.restartAgent = async () => {
+      if (!agentKc) throw new Error('useRealNode({ objects: false }) runs no agent process');
       e.agent = await startAgentProcess({ kubeconfig: agentKc, nodeName: e.node.name, kubeletRoot: e.node.kubeletRoot, args: opts.agentArgs?.(e.node) ?? [] });
       await e.waitFor(async () => (await e.agent.get('/readyz')).status === 200, 'agent ready');
       return e.agent;
     };
-    if (opts.agent !== false) await e.restartAgent();
+    if (opts.agent !== false && opts.objects !== false) await e.restartAgent();
     const exec = podExec(e.kc);
     e.exec = CONTAINERS
       ? (pod, command, container) => exec({ namespace: pod.metadata!.namespace!, name: pod.metadata!.name!, container: container ?? pod.spec!.containers[0]!.name }, command)
