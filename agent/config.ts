@@ -186,6 +186,6 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
 }
 
 export function runHelp(): string {
-  const rows = Object.entries(RUN_FLAGS).map(([k, f]) => `  --${k.padEnd(20)} ${f.help}\n  ${' '.repeat(22)} env ${f.env}, default ${JSON.stringify(f.def)}`);
+  const rows = Object.entries(RUN_FLAGS).map(([k, f]) => `  --${k.padEnd(22)} ${f.help}\n  ${' '.repeat(24)} env ${f.env}, default ${JSON.stringify(f.def)}`);
   return `Usage: ownerrefs-agent run [flags]\n\nWatch this node's pods and keep their ownerReferences files current.\n\n${rows.join('\n')}\n`;
 }

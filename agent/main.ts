@@ -99,6 +99,9 @@ async function serveWebhook(argv: string[]): Promise<number> {
   await new Promise<void>((resolve) => {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
   });
+  webhook.drain();
+  log.info({ seconds: cfg.shutdownDelayMs / 1000 }, 'shutting down: answering until the API server stops calling this replica');
+  await new Promise((r) => setTimeout(r, cfg.shutdownDelayMs));
   await webhook.stop();
   log.info('stopped');
   return EXIT.ok.code;

@@ -74,29 +74,18 @@ export async function startWebhook(admin: KubeConfig, dir: string, opts: {
   args?: readonly string[];
   /** Where the webhook reaches the API server (a fault proxy), if not directly. */
   apiServer?: string;
-  /** The configuration to register (another version's registration.ts), given its clientConfig; default this version's. */
-  configuration?: (clientConfig: { url: string }) => Record<string, unknown>;
-  /** Listen on this port (a new version replacing one that ran there); default a free one. */
-  port?: number;
 } = {}): Promise<WebhookProcess> {
   const kubeconfig = await webhookKubeconfig(admin, dir, opts.apiServer);
-  const port = opts.port ?? await freePort();
-  const cfg = (opts.configuration ?? webhookConfiguration)({ url: `https://127.0.0.1:${port}/mutate` });
+  const port = await freePort();
+  const cfg = webhookConfiguration({ url: `https://127.0.0.1:${port}/mutate` });
   const reg = admin.makeApiClient(AdmissionregistrationV1Api);
-  const existing = await reg.readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch(() => undefined);
-  if (existing && opts.port !== undefined) {
-    // A new version where the old one served: its configuration replaced in place, the
-    // caBundle kept (the Secret's CA carries over), as an upgrade's apply does.
-    const bundle = existing.webhooks?.[0]?.clientConfig.caBundle;
-    for (const w of (cfg as { webhooks: { clientConfig: { caBundle?: string } }[] }).webhooks) if (bundle) w.clientConfig.caBundle = bundle;
-    await reg.replaceMutatingWebhookConfiguration({ name: 'ownerrefs.dev', body: { ...cfg, metadata: { ...(cfg as { metadata: object }).metadata, resourceVersion: existing.metadata!.resourceVersion } } as never });
-  } else {
-    await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch(() => undefined);
-    await reg.createMutatingWebhookConfiguration({ body: cfg as never });
-  }
+  await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch(() => undefined);
+  await reg.createMutatingWebhookConfiguration({ body: cfg as never });
   const launch = async (): Promise<WebhookProcess> => {
     const child = spawn(process.execPath, [...opts.nodeFlags ?? [], opts.main ?? MAIN, 'webhook', `--kubeconfig=${kubeconfig}`, `--listen=127.0.0.1:${port}`, '--health-addr=127.0.0.1:0',
-      `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug', ...opts.args ?? []], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
+      `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug', ...opts.args ?? []], { stdio: ['ignore', 'pipe', 'pipe'],
+      // No Service in front of it: nothing to wait for at SIGTERM (a test can pass --shutdown-delay-seconds).
+      env: { ...process.env, ...AGENT_ENV, OWNERREFS_SHUTDOWN_DELAY_SECONDS: '0' } });
     running.add(child);
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
     let raw = '';

@@ -18,6 +18,13 @@ import { startWebhookServer, type TlsMaterial } from './server.ts';
 export interface RunningWebhook {
   port: number;
   healthPort: number;
+  /**
+   * The first step of stopping: unready, and each answer closes its connection. The API
+   * server keeps calling a replica until its endpoint is gone from the Service's
+   * EndpointSlices (and over connections it already holds): stopping at once refuses those
+   * calls, and with failurePolicy Fail the pods they admit.
+   */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -137,13 +144,19 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   }
   timer = setInterval(() => void reload('periodic check'), checkMs);
   timer.unref();
-  const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry, ready: () => notServable(validity, Date.now()) });
+  let draining = false;
+  const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry,
+    ready: () => (draining ? ['shutting down'] : notServable(validity, Date.now())) });
   const port = (server.server.address() as { port: number }).port;
   const healthPort = (health.address() as { port: number }).port;
   log.info({ port, healthPort, selfManaged: !cfg.certFile }, 'webhook serving');
   return {
     port,
     healthPort,
+    drain() {
+      draining = true;
+      server.drain();
+    },
     async stop() {
       if (timer) clearInterval(timer);
       await watcher?.close();

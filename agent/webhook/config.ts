@@ -34,6 +34,8 @@ export interface WebhookConfig {
   ownerRefreshMs: number;
   maxOwners: number;
   followKinds: FollowedKind[];
+  /** After SIGTERM: how long it keeps answering, unready, before it stops (see command.ts). */
+  shutdownDelayMs: number;
 }
 
 /** Flag name, env var, default, help (one line: --help prints it). docs/reference/command-line.md is generated from these. */
@@ -52,6 +54,7 @@ export const WEBHOOK_FLAGS = {
   'owner-budget-ms': { env: 'OWNERREFS_OWNER_BUDGET_MS', def: '1000', help: 'a pod that reads its workload: the longest one admission waits for owner reads (then the values say Pending and the agent fills them in); under 4500, the API server\'s 5 s timeout less 500 ms' },
   'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: '60', help: 'read an owner in use again after this long' },
   'max-owners': { env: 'OWNERREFS_MAX_OWNERS', def: '20000', help: 'owners held in the cache at most (the least lately used goes first)' },
+  'shutdown-delay-seconds': { env: 'OWNERREFS_SHUTDOWN_DELAY_SECONDS', def: '5', help: 'after SIGTERM, keep answering (unready, each answer closing its connection) this long before stopping, while the API server stops calling this replica; under the pod\'s terminationGracePeriodSeconds' },
   'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
 } as const;
 
@@ -91,7 +94,7 @@ export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): Webh
   }
   return {
     ownerBudgetMs, ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000, maxOwners: Math.floor(num('max-owners', 1)), followKinds,
-    listenHost, listenPort, healthHost, healthPort, certFile, keyFile, logLevel: level,
+    listenHost, listenPort, healthHost, healthPort, certFile, keyFile, logLevel: level, shutdownDelayMs: num('shutdown-delay-seconds', 0) * 1000,
     kubeconfig: get('kubeconfig') || undefined,
     namespace: get('namespace'), service: get('service'), secret: get('secret'), configName: get('webhook-config'),
     extraSans: get('extra-san').split(',').map((s) => s.trim()).filter(Boolean),
@@ -99,6 +102,6 @@ export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): Webh
 }
 
 export function webhookHelp(): string {
-  const rows = Object.entries(WEBHOOK_FLAGS).map(([k, f]) => `  --${k.padEnd(20)} ${f.help}\n  ${' '.repeat(22)} env ${f.env}, default ${JSON.stringify(f.def)}`);
+  const rows = Object.entries(WEBHOOK_FLAGS).map(([k, f]) => `  --${k.padEnd(22)} ${f.help}\n  ${' '.repeat(24)} env ${f.env}, default ${JSON.stringify(f.def)}`);
   return `Usage: ownerrefs-agent webhook [flags]\n\nServe the mutating admission webhook that makes KEP-4753's fieldRef metadata.ownerReferences\nvalid in Pods and pod templates.\n\n${rows.join('\n')}\n`;
 }

@@ -51,6 +51,12 @@ export interface WebhookObserver {
 export interface WebhookServer {
   server: Server;
   setTls(tls: TlsMaterial): void;
+  /**
+   * From now on every answer closes its connection, so that a client holding connections to
+   * this replica (the API server pools them) opens its next one to another. Requests are
+   * still answered: closing a connection the client may be sending on loses that request.
+   */
+  drain(): void;
   close(): Promise<void>;
 }
 
@@ -115,6 +121,10 @@ export function startWebhookServer(opts: {
   server.keepAliveTimeout = 30_000; // the API server reuses connections
   server.setTimeout(opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS); // no listener: a quiet socket is destroyed
   server.maxConnections = MAX_CONNECTIONS;
+  let draining = false;
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    if (draining) res.setHeader('Connection', 'close');
+  });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => {
@@ -122,6 +132,7 @@ export function startWebhookServer(opts: {
       resolve({
         server,
         setTls: (tls) => server.setSecureContext({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }),
+        drain: () => { draining = true; },
         close: () => new Promise<void>((done) => {
           server.close(() => done());
           server.closeIdleConnections();

@@ -66,6 +66,23 @@ describe('webhook with --tls-cert-file/--tls-key-file', () => {
     expect(metrics).toMatch(new RegExp(`ownerrefs_webhook_certificate_expiry_timestamp_seconds ${Math.floor(Date.parse(new X509Certificate(second.cert).validTo) / 1000)}`));
   });
 
+  it('drain(), the first step of SIGTERM: unready ("shutting down") while it still serves', async () => {
+    const dir = tmpDir();
+    const p = await pair();
+    writeFileSync(path.join(dir, 'tls.crt'), p.cert);
+    writeFileSync(path.join(dir, 'tls.key'), p.key);
+    const d = await startWebhook(parseWebhookConfig(['--listen=127.0.0.1:0', '--health-addr=127.0.0.1:0', `--tls-cert-file=${dir}/tls.crt`, `--tls-key-file=${dir}/tls.key`, '--kubeconfig=/nonexistent'], {}), memoryLogger().log);
+    try {
+      expect((await fetch(`http://127.0.0.1:${d.healthPort}/readyz`)).status).toBe(200);
+      d.drain();
+      const ready = await fetch(`http://127.0.0.1:${d.healthPort}/readyz`);
+      expect({ status: ready.status, body: await ready.text() }).toEqual({ status: 503, body: expect.stringContaining('shutting down') });
+      expect(await servedSerial(d.port)).toBe(new X509Certificate(p.cert).serialNumber);
+    } finally {
+      await d.stop();
+    }
+  });
+
   // Each failure names the file at fault (OpenSSL alone says "PEM routines::no start line").
   it.each([
     { what: 'a certificate file that is not PEM', cert: 'junk', key: 'good', message: /^--tls-cert-file ".*tls\.crt": not a PEM certificate/ },

@@ -25,3 +25,18 @@ describe('parseWebhookConfig --owner-budget-ms', () => {
     expect((caught as Error).message).toMatch(new RegExp(`^--owner-budget-ms must be under ${MAX_OWNER_BUDGET_MS} \\(the webhook's ${TIMEOUT_SECONDS} s timeout less 500 ms, [^\\n]*\\); got "\\d+"$`));
   });
 });
+
+describe('parseWebhookConfig --shutdown-delay-seconds', () => {
+  it.each([
+    { argv: [], env: {}, ms: 5_000 },
+    { argv: ['--shutdown-delay-seconds=0'], env: {}, ms: 0 },
+    { argv: [], env: { OWNERREFS_SHUTDOWN_DELAY_SECONDS: '2.5' }, ms: 2_500 },
+    { argv: ['--shutdown-delay-seconds=1'], env: { OWNERREFS_SHUTDOWN_DELAY_SECONDS: '9' }, ms: 1_000 },
+  ])('$argv $env: $ms ms', ({ argv, env, ms }) => {
+    expect(parseWebhookConfig(argv, env).shutdownDelayMs).toBe(ms);
+  });
+
+  it.each(['-1', 'soon'])('refuses %j', (v) => {
+    expect(() => parseWebhookConfig([`--shutdown-delay-seconds=${v}`], {})).toThrow(`--shutdown-delay-seconds must be a number >= 0, got ${JSON.stringify(v)}`);
+  });
+});

@@ -33,10 +33,10 @@ const seen: string[] = [];
 const kinds: string[] = [];
 const logged = memoryLogger();
 
-function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean; chunked?: boolean; port?: number } = {}): Promise<{ status: number; body: string; connection?: string }> {
+function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean; chunked?: boolean; port?: number; agent?: https.Agent } = {}): Promise<{ status: number; body: string; connection?: string }> {
   return new Promise((resolve, reject) => {
-    // A new connection each time (agent: false): a rotation applies to new connections.
-    const req = https.request({ agent: false, host: '127.0.0.1', port: opts.port ?? port, path: opts.path ?? '/mutate', method: opts.method ?? 'POST', ca: opts.ca ?? ca,
+    // A new connection each time (agent: false) unless an agent is given: a rotation applies to new connections.
+    const req = https.request({ agent: opts.agent ?? false, host: '127.0.0.1', port: opts.port ?? port, path: opts.path ?? '/mutate', method: opts.method ?? 'POST', ca: opts.ca ?? ca,
       headers: { 'Content-Type': 'application/json', ...(opts.chunked ? {} : { 'Content-Length': Buffer.byteLength(body) }) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -203,6 +203,23 @@ describe('the webhook endpoint', () => {
       expect(log.lines.filter((l) => l.reason === 'ChainFailed')).toEqual([expect.objectContaining({ object: 'default/', err: 'Error: owner cache closed' })]);
     } finally {
       await failing.close();
+    }
+  });
+
+  it('after drain() still answers every review, each answer closing its connection (a client holding pooled connections opens its next one elsewhere)', async () => {
+    const t = await ensureServingTls(store(), OPTS);
+    const s = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: memoryLogger().log, observe: () => {} });
+    const agent = new https.Agent({ keepAlive: true }); // as the API server's client: connections reused
+    const opts = { port: (s.server.address() as { port: number }).port, ca: t.caBundle, agent };
+    const review = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+      request: { uid: 'd', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', object: kepPod() } });
+    try {
+      expect(await post(review, opts)).toMatchObject({ status: 200, connection: 'keep-alive' });
+      s.drain();
+      for (let i = 0; i < 2; i++) expect(await post(review, opts)).toMatchObject({ status: 200, connection: 'close', body: expect.stringContaining('"allowed":true') });
+    } finally {
+      agent.destroy();
+      await s.close();
     }
   });
 
