@@ -39,7 +39,9 @@ export async function startEgressProxy(socket: string): Promise<EgressProxy> {
         client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
         return;
       }
+      let established = false;
       const upstream = net.connect(Number(m[2]), POD_NETWORK.test(m[1]!) ? m[1] : '127.0.0.1', () => {
+        established = true;
         client.write('HTTP/1.1 200 Connection established\r\n\r\n');
         const rest = head.subarray(end + 4);
         if (rest.length > 0) upstream.write(rest);
@@ -47,7 +49,8 @@ export async function startEgressProxy(socket: string): Promise<EgressProxy> {
       });
       open.add(upstream);
       upstream.once('close', () => { open.delete(upstream); client.destroy(); });
-      upstream.once('error', () => client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n'));
+      // Once the tunnel carries TLS, an answer of ours would be read as the peer's: only close.
+      upstream.once('error', () => (established ? client.destroy() : client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n')));
       client.once('error', () => upstream.destroy());
     };
     client.on('data', onData);
