@@ -84,8 +84,10 @@ describe(CONTAINERS ? 'KEP-4753 syntax on a real node' : 'KEP-4753 syntax on a h
 
   it.runIf(CONTAINERS)("the kubelet's own layout: ..data points at a timestamped directory, an inotify watcher on it fires on each orphan and adoption, and two items of one update are never seen half-swapped", async () => {
     // Two items from the same annotation: a reader that resolves ..data once must see them equal.
+    // Its tally is renamed into place: `> /tmp/reads` would truncate it first, and a `cat` in
+    // between reads nothing (once in a fresh-clone run).
     const reader = 'n=0; bad=0; while true; do d=$(readlink /etc/podinfo/..data); a=$(cat /etc/podinfo/$d/a 2>/dev/null) || continue; ' +
-      'b=$(cat /etc/podinfo/$d/b 2>/dev/null) || continue; n=$((n+1)); [ "$a" = "$b" ] || bad=$((bad+1)); echo "$n $bad" > /tmp/reads; done';
+      'b=$(cat /etc/podinfo/$d/b 2>/dev/null) || continue; n=$((n+1)); [ "$a" = "$b" ] || bad=$((bad+1)); echo "$n $bad" > /tmp/reads.new; mv /tmp/reads.new /tmp/reads; done';
     const ds = await daemonSet('layout', {
       containers: [sleeper({ command: ['sh', '-c', 'watch-dir /etc/podinfo'], volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo' }] }),
         sleeper({ name: 'reader', command: ['sh', '-c', reader], volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo' }] })],
