@@ -12,9 +12,6 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 export interface ApiForPods {
-  /** The bridge's gateway address, where the relay listens. */
-  readonly ip: string;
-  readonly port: number;
   /** What a pod on the bridge needs to use its in-cluster configuration (hostAliases and env). */
   podPatch(): { hostAliases: { ip: string; hostnames: string[] }[]; env: { name: string; value: string }[] };
   close(): Promise<void>;
@@ -44,7 +41,6 @@ export async function startApiForPods(bridge: string, subnet: string, server: st
   const port = 443;
   await new Promise<void>((resolve, reject) => relay.once('error', reject).listen(port, ip, resolve));
   return {
-    ip, port,
     podPatch: () => ({
       hostAliases: [{ ip, hostnames: ['kubernetes.default.svc'] }],
       env: [{ name: 'KUBERNETES_SERVICE_HOST', value: 'kubernetes.default.svc' }, { name: 'KUBERNETES_SERVICE_PORT', value: String(port) }],

@@ -71,7 +71,7 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
   beforeAll(async () => {
     execFileSync('mount', ['--make-rshared', '/']);
     // The previous version's tree, with this checkout's node_modules (the same dependencies).
-    previous = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-previous-')); // for the whole file: later tests run its webhook
+    previous = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-previous-')); // its image and chart (a rollback uses the release Helm stored)
     // A shallow clone lacks the commit: fetch it alone from where the clone came from.
     const has = spawnSync('git', ['-C', ROOT, 'cat-file', '-e', `${PREVIOUS}^{commit}`]).status === 0;
     const fetched = has || spawnSync('git', ['-C', ROOT, 'fetch', '--quiet', '--depth=1', 'origin', PREVIOUS], { stdio: 'inherit' }).status === 0;
