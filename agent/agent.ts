@@ -4,12 +4,12 @@
 import type http from 'node:http';
 import type { Logger } from 'pino';
 import type { AgentConfig } from './config.ts';
-import { VolumeDirWatcher } from './volume/dirwatch.ts';
+import { VolumeDirWatcher } from './files/volume/dirwatch.ts';
 import { startHealthServer } from './monitoring/health.ts';
 import { KubeApiClient, type Credentials } from './kube/client.ts';
 import { KubeCredentials } from './kube/kubeconfig.ts';
 import { ApiEventSink, REASON_FOLLOW_FORBIDDEN } from './kube/events.ts';
-import { BUILTIN_KINDS, OwnerMetadataCache } from './kube/ownermeta.ts';
+import { BUILTIN_KINDS, OwnerMetadataCache } from './owners/ownermeta.ts';
 import { realClock } from './common/clock.ts';
 import { Reflector } from './kube/reflector.ts';
 import type { RestartReason } from './kube/reflectorcontract.ts';
@@ -18,10 +18,10 @@ import { AGENT_MAX_OWNERS, RECOVERY_SPACING_MS } from './common/defaults.ts';
 import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
 import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
-import { AnnotationKeeper } from './policy/annotationkeeper.ts';
-import { slimView, type PodView } from './policy/podtable.ts';
-import { Reconciler } from './policy/reconciler.ts';
-import { FsVolumeWriter, TEMP_PREFIX } from './volume/writer.ts';
+import { AnnotationKeeper } from './annotations/keeper.ts';
+import { slimView, type PodView } from './files/podtable.ts';
+import { Reconciler } from './files/reconciler.ts';
+import { FsVolumeWriter, TEMP_PREFIX } from './files/volume/writer.ts';
 
 export interface RunningAgent {
   /** Listening address of the health server (port resolved when 0 was asked for). */
@@ -42,7 +42,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   }, { handshakeTimedOut: () => metrics.apiHandshakeTimeouts.inc() });
   const events = new ApiEventSink({ client, node: cfg.nodeName, log });
   // CSI mode only: its module loads gRPC, which an emptyDir-only agent should not pay for.
-  const csiMod = cfg.csiSocket ? await import('./csi/index.ts') : undefined;
+  const csiMod = cfg.csiSocket ? await import('./files/csi/index.ts') : undefined;
   // Owners' metadata: read for the files of nodes labelled ownerrefs.dev/follow-owners=true, and on
   // every node for pods whose spec reads a chain annotation (the workload's identity).
   const owners = new OwnerMetadataCache({

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as D from './common/defaults.ts';
 import { ConfigError } from './common/errors.ts';
-import { BUILTIN_KINDS, parseFollowKinds, type FollowedKind } from './kube/ownermeta.ts';
+import { BUILTIN_KINDS, parseFollowKinds, type FollowedKind } from './owners/ownermeta.ts';
 
 export interface AgentConfig {
   nodeName: string;

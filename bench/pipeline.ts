@@ -14,11 +14,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { VolumeDirWatcher } from '../agent/volume/dirwatch.ts';
+import { VolumeDirWatcher } from '../agent/files/volume/dirwatch.ts';
 import { AgentMetrics } from '../agent/monitoring/metrics.ts';
-import type { PodView } from '../agent/policy/podtable.ts';
-import { Reconciler } from '../agent/policy/reconciler.ts';
-import { FsVolumeWriter } from '../agent/volume/writer.ts';
+import type { PodView } from '../agent/files/podtable.ts';
+import { Reconciler } from '../agent/files/reconciler.ts';
+import { FsVolumeWriter } from '../agent/files/volume/writer.ts';
 
 // Numbers are sizes; "watch" or "none" runs only that watcher (one per process gives
 // clean RSS figures: RSS does not shrink back between runs in one process).

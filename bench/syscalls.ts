@@ -14,8 +14,8 @@
 import * as fs from 'node:fs';
 import path from 'node:path';
 import { FILES, project } from '../projections/index.ts';
-import { inlineOps, threadPoolOps, type FileOps, type FsOps } from '../agent/volume/fsops.ts';
-import { FsVolumeWriter, type VolumeTarget } from '../agent/volume/writer.ts';
+import { inlineOps, threadPoolOps, type FileOps, type FsOps } from '../agent/files/volume/fsops.ts';
+import { FsVolumeWriter, type VolumeTarget } from '../agent/files/volume/writer.ts';
 
 const n = Number(process.argv[2] ?? 1000);
 const root = fs.mkdtempSync(path.join(process.argv[3] ?? '/dev/shm', 'ownerrefs-syscalls-'));

@@ -1,5 +1,5 @@
-// Regenerates agent/csi/proto/codec.js, the static protobuf codec CSI mode encodes and
-// decodes with, from the .proto files beside it (test/agent/csi/codec.test.ts fails when
+// Regenerates agent/files/csi/proto/codec.js, the static protobuf codec CSI mode encodes and
+// decodes with, from the .proto files beside it (test/agent/files/csi/codec.test.ts fails when
 // the checked-in file differs from a fresh run):
 //   npm run gen:csi
 // Static code needs only protobufjs/minimal at run time: no .proto parser, no reflection
@@ -10,11 +10,11 @@ import os from 'node:os';
 import path from 'node:path';
 
 const ROOT = path.join(import.meta.dirname, '..');
-export const PROTO_DIR = path.join(ROOT, 'agent', 'csi', 'proto');
+export const PROTO_DIR = path.join(ROOT, 'agent', 'files', 'csi', 'proto');
 export const CODEC = path.join(PROTO_DIR, 'codec.js');
 
 // --sparse: only the messages the services reach. Clients, verify, delimited and type-URL
-// code are left out: the agent only serves, and agent/csi/grpc.ts frames each message itself.
+// code are left out: the agent only serves, and agent/files/csi/grpc.ts frames each message itself.
 const PBJS_ARGS = ['-t', 'static-module', '-w', 'es6', '--sparse', '--dependency', 'protobufjs/minimal.js',
   '--no-create', '--no-verify', '--no-delimited', '--no-typeurl', '--no-comments'];
 

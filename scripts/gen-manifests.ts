@@ -4,14 +4,14 @@
 //   rbac-follow-owners.yaml   the chart's follow-owners template, switched on
 // the chart's webhook template from webhook.yaml (itself partly generated from
 // agent/webhook/registration.ts by scripts/gen-webhook-config.ts: run that first), and the
-// chart's agent-policy template from agent/kube/agentpolicy.ts.
+// chart's agent-policy template from agent/manifests/agentpolicy.ts.
 //   node scripts/gen-manifests.ts
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { agentPolicy } from '../agent/kube/agentpolicy.ts';
-import { forbidReadingPolicy } from '../agent/webhook/forbidpolicy.ts';
+import { agentPolicy } from '../agent/manifests/agentpolicy.ts';
+import { forbidReadingPolicy } from '../agent/manifests/forbidpolicy.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 export const CHART = path.join(ROOT, 'charts', 'ownerrefs-agent');
@@ -125,24 +125,24 @@ export function webhookTemplate(): string {
   return `{{- if .Values.webhook.enabled }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
 }
 
-/** The chart's template of the agent's ValidatingAdmissionPolicy and its binding (agent/kube/agentpolicy.ts). */
+/** The chart's template of the agent's ValidatingAdmissionPolicy and its binding (agent/manifests/agentpolicy.ts). */
 export function agentPolicyTemplate(): string {
   const NS = 'NAMESPACE-PLACEHOLDER';
   const docs = agentPolicy(NS).map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()).replaceAll(NS, '{{ .Values.namespace.name }}'));
-  return `# Generated from agent/kube/agentpolicy.ts by scripts/gen-manifests.ts.
+  return `# Generated from agent/manifests/agentpolicy.ts by scripts/gen-manifests.ts.
 # The agent may patch pods (the annotations the KEP's syntax reads); this policy bounds that
 # to those annotations, on pods of its own node. SECURITY.md.
 ${docs.join('\n---\n')}
 `;
 }
 
-/** The chart's template of KEP-4753's mitigation (agent/webhook/forbidpolicy.ts), when forbidReading.enabled. */
+/** The chart's template of KEP-4753's mitigation (agent/manifests/forbidpolicy.ts), when forbidReading.enabled. */
 export function forbidPolicyTemplate(): string {
   const LABEL = 'LABEL-PLACEHOLDER';
   const docs = forbidReadingPolicy(LABEL).map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd())
     .replaceAll(LABEL, '{{ .Values.forbidReading.namespaceLabel }}'));
   return `{{- if .Values.forbidReading.enabled }}
-# Generated from agent/webhook/forbidpolicy.ts by scripts/gen-manifests.ts.
+# Generated from agent/manifests/forbidpolicy.ts by scripts/gen-manifests.ts.
 ${docs.join('\n---\n')}
 {{- end }}
 `;

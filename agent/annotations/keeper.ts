@@ -27,13 +27,13 @@ import { TokenBucket } from '../common/ratelimit.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
 import type { EventSink, InvolvedObject } from '../kube/events.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
-import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
+import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
 import type { ReflectorHandler } from '../kube/reflectorcontract.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
-import { OwnerFollowing } from './following.ts';
-import type { PodView } from './podtable.ts';
-import { WorkQueue } from './queue.ts';
+import { OwnerFollowing } from '../owners/following.ts';
+import type { PodView } from '../files/podtable.ts';
+import { WorkQueue } from '../common/queue.ts';
 
 export const REASON_ANNOTATION_FAILED = 'OwnerRefsAnnotationFailed';
 

@@ -1,5 +1,5 @@
 // `ownerrefs-agent render`: the agent's exact dry run for one Pod manifest. It runs the
-// agent's own admission (policy/admission.ts: opt-in, the annotation's volumes, the size
+// agent's own admission (files/admission.ts: opt-in, the annotation's volumes, the size
 // limit) with the agent's default settings, prints the files the agent would write when it
 // would write any, and the Warning Events it would post, in the Events' own words.
 //
@@ -13,10 +13,10 @@ import { MAX_BYTES } from '../common/defaults.ts';
 import { ConfigError, eventText, ProjectionError } from '../common/errors.ts';
 import { DEFAULT_SETTINGS } from '../kube/nodeconfig.ts';
 import { describe, isDns1123Label, oneLine } from '../common/validation.ts';
-import { DRIVER_NAME } from '../csi/driver.ts';
-import { admit } from '../policy/admission.ts';
-import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
-import { FsVolumeWriter } from '../volume/writer.ts';
+import { DRIVER_NAME } from '../files/csi/driver.ts';
+import { admit } from '../files/admission.ts';
+import { ANNOTATION_VOLUME } from '../files/volume/resolve.ts';
+import { FsVolumeWriter } from '../files/volume/writer.ts';
 import { parseQuantity } from '../../projections/quantity.ts';
 import { InputError, parsePod, readInput } from './podinput.ts';
 

@@ -15,11 +15,11 @@ import type { DownwardPod } from '../../projections/downwardapi.ts';
 import type { InvolvedObject } from '../kube/events.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
-import type { DirWatcher } from '../volume/dirwatch.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from '../volume/resolve.ts';
+import type { DirWatcher } from './volume/dirwatch.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from './volume/resolve.ts';
 import { annotationRead, annotationsRead } from '../../projections/annotations.ts';
-import type { VolumeTarget } from '../volume/writer.ts';
-import { joinUnder } from '../volume/dirfd.ts';
+import type { VolumeTarget } from './volume/writer.ts';
+import { joinUnder } from './volume/dirfd.ts';
 
 /** What the annotation keeper reads of a container: its env entries' fieldRefs. */
 interface EnvView { name?: string; resources?: unknown; env?: readonly { valueFrom?: { fieldRef?: { fieldPath?: string } | null } | null }[] | null }

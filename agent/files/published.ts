@@ -1,5 +1,5 @@
 // Targets that do not come from a pod's annotation: CSI volumes the kubelet publishes
-// (agent/csi/ speaks the protocol; this is what a publish means for the pod table).
+// (agent/files/csi/ speaks the protocol; this is what a publish means for the pod table).
 //
 // Keys are on-disk pod UIDs (the directory name under <kubelet>/pods): that is what a
 // CSI target path and the kubelet's volume context carry, and for a static pod it is
@@ -18,9 +18,9 @@
 import type { Clock } from '../common/clock.ts';
 import type { ProjectionError } from '../common/errors.ts';
 import { ALL_FILE_NAMES } from '../../projections/index.ts';
-import type { DirLocks } from '../volume/dirlocks.ts';
-import type { ResolvedVolume } from '../volume/resolve.ts';
-import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
+import type { DirLocks } from './volume/dirlocks.ts';
+import type { ResolvedVolume } from './volume/resolve.ts';
+import type { VolumeTarget, VolumeWriter } from './volume/writer.ts';
 import { dirOf, filesFor, podKey, refusedIn, type PodTable, type Tracked } from './podtable.ts';
 import type { VolumeSync } from './volumesync.ts';
 

@@ -12,10 +12,10 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { admit, filesTurnedOff } from './admission.ts';
 import { realClock, type Clock } from '../common/clock.ts';
-import type { DirWatchEvents, DirWatcher } from '../volume/dirwatch.ts';
+import type { DirWatchEvents, DirWatcher } from './volume/dirwatch.ts';
 import { ProjectionError } from '../common/errors.ts';
-import { DiskClaims } from '../volume/diskclaims.ts';
-import { DirLocks } from '../volume/dirlocks.ts';
+import { DiskClaims } from './volume/diskclaims.ts';
+import { DirLocks } from './volume/dirlocks.ts';
 import { PublishedTargets } from './published.ts';
 import { VolumeSync } from './volumesync.ts';
 import type { EventSink, InvolvedObject } from '../kube/events.ts';
@@ -23,21 +23,21 @@ import type { ReflectorHandler } from '../kube/reflectorcontract.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
-import { WorkQueue } from './queue.ts';
+import { WorkQueue } from '../common/queue.ts';
 import { PodTable, dirOf, fingerprintFor, podKey, refusedIn, slimView, type PodView, type Tracked } from './podtable.ts';
 import type { ResourceList } from '../../projections/downwardapi.ts';
 import type { NodeRef } from '../../projections/index.ts';
-import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
-import { OwnerFollowing } from './following.ts';
+import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
+import { OwnerFollowing } from '../owners/following.ts';
 import { FailureReporter } from './reporter.ts';
-import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from '../volume/resolve.ts';
+import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from './volume/resolve.ts';
 import { CONCURRENCY, FIRST_STATE_SLICE, MAX_BYTES } from '../common/defaults.ts';
 import { SelfHeal } from './selfheal.ts';
 import { Slices } from './slices.ts';
 
 /** Deleted pods remembered, so that a late view of one is not tracked again (a few KiB). */
 const DELETED_REMEMBERED = 4_096;
-import type { VolumeTarget, VolumeWriter } from '../volume/writer.ts';
+import type { VolumeTarget, VolumeWriter } from './volume/writer.ts';
 
 export interface ReconcilerOptions {
   /** Absolute (config.ts resolves it): directory events and the pod table compare paths below it. */
@@ -259,7 +259,7 @@ export class Reconciler implements ReflectorHandler<PodView> {
     await this.#dirs.close();
   }
 
-  // CSI (agent/csi/ through PodTargets): see published.ts.
+  // CSI (agent/files/csi/ through PodTargets): see published.ts.
 
   waitForPod(diskUid: string, ms: number): Promise<boolean> {
     return this.#published.waitForPod(diskUid, ms);

@@ -19,11 +19,11 @@ import { FILES } from '../../projections/index.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import { HEAL_LIMIT } from '../common/defaults.ts';
 import { KeyedRateLimiter } from '../common/ratelimit.ts';
-import type { DirWatchEvents } from '../volume/dirwatch.ts';
-import type { DirLocks } from '../volume/dirlocks.ts';
-import type { VolumeWriter } from '../volume/writer.ts';
+import type { DirWatchEvents } from './volume/dirwatch.ts';
+import type { DirLocks } from './volume/dirlocks.ts';
+import type { VolumeWriter } from './volume/writer.ts';
 import { filesFor, type PodTable } from './podtable.ts';
-import type { WorkQueue } from './queue.ts';
+import type { WorkQueue } from '../common/queue.ts';
 
 export interface SelfHealOptions {
   /**

@@ -22,9 +22,9 @@
 import type { Clock } from '../common/clock.ts';
 import { ProjectionError } from '../common/errors.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
-import type { DirLocks } from '../volume/dirlocks.ts';
-import type { ResolvedVolume } from '../volume/resolve.ts';
-import type { SyncResult, VolumeWriter } from '../volume/writer.ts';
+import type { DirLocks } from './volume/dirlocks.ts';
+import type { ResolvedVolume } from './volume/resolve.ts';
+import type { SyncResult, VolumeWriter } from './volume/writer.ts';
 import type { ProjectedFile } from '../../projections/index.ts';
 import { dirOf, filesFor, fingerprintFor, hasOwnFiles, podKey, type PodTable, type Tracked } from './podtable.ts';
 

@@ -6,7 +6,7 @@
 //     matchConditions, so that the two agree on what "reads" means;
 //   - an inline CSI volume of our driver (the files of CSI mode);
 //   - the ownerrefs.dev/volume annotation (the files of emptyDir mode): its presence is the
-//     opt-in (agent/volume/resolve.ts's optedIn), refused whatever it names, so that no
+//     opt-in (agent/files/volume/resolve.ts's optedIn), refused whatever it names, so that no
 //     disagreement between CEL and the agent's parsing of the list lets a pod through.
 // Only objects that start reading are refused: a CREATE, or an UPDATE of an object that read
 // nothing before (a matchCondition on oldObject). Objects that already read their owners when
@@ -14,10 +14,10 @@
 // patches, finalizer removals, scaling, the agent's annotation patch); the pods they would
 // create are refused. Off unless installed (the chart's forbidReading.enabled).
 
-import { DRIVER_NAME } from '../csi/driver.ts';
-import { ANNOTATION_VOLUME } from '../volume/resolve.ts';
+import { DRIVER_NAME } from '../files/csi/driver.ts';
+import { ANNOTATION_VOLUME } from '../files/volume/resolve.ts';
 import { ANNOTATION_KEYS, annotationField, REWRITTEN_FIELDS } from '../../projections/annotations.ts';
-import { specUses } from './registration.ts';
+import { specUses } from '../webhook/registration.ts';
 
 export const FORBID_POLICY_NAME = 'forbid-reading-owners.ownerrefs.dev';
 export const FORBID_LABEL = 'ownerrefs.dev/forbid-reading-owners';

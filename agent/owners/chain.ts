@@ -1,4 +1,4 @@
-// A pod's chain of controlling owners, walked through the owner cache (kube/ownermeta.ts):
+// A pod's chain of controlling owners, walked through the owner cache (owners/ownermeta.ts):
 // pure over the lookups it is given, so every odd case is a table test.
 //
 //   1. Item 0 is the pod's own controller reference (controller: true); none: NoController.
@@ -9,7 +9,7 @@
 //   5. A UID seen before ends it as Cycle; more than MAX_CHAIN items as TooLong.
 
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
-import type { OwnerLookup } from '../kube/ownermeta.ts';
+import type { OwnerLookup } from '../owners/ownermeta.ts';
 
 export const MAX_CHAIN = 8;
 

@@ -1,11 +1,11 @@
 // What a pod's files need beyond the pod: its Node (nodeOwnerReferences) and, when the node
-// follows owners, its controller chain (chain.ts over kube/ownermeta.ts). Remembers which
+// follows owners, its controller chain (chain.ts over owners/ownermeta.ts). Remembers which
 // owners each pod's chain passed through, so that an owner's change re-renders exactly
 // the pods it concerns, and a thousand pods of one ReplicaSet cost one read.
 
 import type { NodeRef, OwnerReference, ProjectionContext } from '../../projections/index.ts';
 import type { NodeSettings } from '../kube/nodeconfig.ts';
-import type { OwnerMetadataCache } from '../kube/ownermeta.ts';
+import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
 import { walkChain } from './chain.ts';
 
 export class OwnerFollowing {

@@ -25,7 +25,7 @@ import type { Logger } from 'pino';
 import type { ChainEnd, OwnerReference } from '../../projections/index.ts';
 import { Backoff, type Clock } from '../common/clock.ts';
 import { F } from '../monitoring/logfields.ts';
-import { ApiError, type ApiClient } from './client.ts';
+import { ApiError, type ApiClient } from '../kube/client.ts';
 
 export interface FollowedKind {
   group: string;

@@ -1,6 +1,6 @@
 // The controller chains the webhook writes into a pod's annotations at its admission, so that
 // the workload's identity is right at the first container start. Owners' metadata comes from
-// the agent's own OwnerMetadataCache (kube/ownermeta.ts): metadata-only reads from the API
+// the agent's own OwnerMetadataCache (owners/ownermeta.ts): metadata-only reads from the API
 // server's watch cache, each owner read once and shared by every pod that has it, at most
 // `maxOwners` of them held (the least lately used goes first), read again while in use.
 //
@@ -13,8 +13,8 @@ import type { Logger } from 'pino';
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import type { ApiClient } from '../kube/client.ts';
-import { BUILTIN_KINDS, OwnerMetadataCache, type FollowedKind } from '../kube/ownermeta.ts';
-import { walkChain } from '../policy/chain.ts';
+import { BUILTIN_KINDS, OwnerMetadataCache, type FollowedKind } from '../owners/ownermeta.ts';
+import { walkChain } from '../owners/chain.ts';
 
 export interface AdmissionChainsOptions {
   client: ApiClient;

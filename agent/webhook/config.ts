@@ -3,7 +3,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
 import { hostPort } from '../config.ts';
-import { parseFollowKinds, type FollowedKind } from '../kube/ownermeta.ts';
+import { parseFollowKinds, type FollowedKind } from '../owners/ownermeta.ts';
 import { TIMEOUT_SECONDS } from './registration.ts';
 
 /**

@@ -4,9 +4,9 @@
 // for the benchmark's what-if variants. The agent's own files are not edited; each shim
 // answers "what would the agent cost without X, or with X done differently?".
 //
-//   poolfs    agent/volume/writer.ts gets the thread-pool call set for memory-backed volumes
+//   poolfs    agent/files/volume/writer.ts gets the thread-pool call set for memory-backed volumes
 //             too (./poolfs.ts): what issuing tmpfs calls inline saves.
-//   nowatch   agent/volume/dirwatch.ts's VolumeDirWatcher does nothing (./nowatch.ts): no inotify
+//   nowatch   agent/files/volume/dirwatch.ts's VolumeDirWatcher does nothing (./nowatch.ts): no inotify
 //             watch, no directory event, no stamp check; self-heal is off.
 //   metrics   prom-client is replaced by a minimal implementation (./metrics.ts).
 //   logger    pino is replaced by a minimal JSON-lines logger (./logger.ts).
@@ -35,8 +35,8 @@ registerHooks({
     if (wanted.has('logger') && specifier === 'pino') return { url: shim('logger'), format, shortCircuit: true };
     if (wanted.has('noyaml') && specifier === 'yaml') return { url: shim('noyaml'), format, shortCircuit: true };
     const r = next(specifier, context);
-    if (wanted.has('nowatch') && /\/agent\/volume\/dirwatch\.[jt]s$/.test(r.url)) return { url: shim('nowatch'), format, shortCircuit: true };
-    if (wanted.has('poolfs') && /\/agent\/volume\/fsops\.[jt]s$/.test(r.url) && from(parent, '/agent/volume/writer')) {
+    if (wanted.has('nowatch') && /\/agent\/files\/volume\/dirwatch\.[jt]s$/.test(r.url)) return { url: shim('nowatch'), format, shortCircuit: true };
+    if (wanted.has('poolfs') && /\/agent\/files\/volume\/fsops\.[jt]s$/.test(r.url) && from(parent, '/agent/files/volume/writer')) {
       return { url: `${shim('poolfs')}?real=${encodeURIComponent(r.url)}`, format, shortCircuit: true };
     }
     return r;

@@ -3,7 +3,7 @@
 // annotation, and the webhook Secret's annotation.
 
 import { stringify } from 'yaml';
-import { ANNOTATION_VOLUME, MAX_VOLUMES_PER_POD } from '../../agent/volume/resolve.ts';
+import { ANNOTATION_VOLUME, MAX_VOLUMES_PER_POD } from '../../agent/files/volume/resolve.ts';
 import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
 import { RETIRE_MS, RETIRING_ANNOTATION } from '../../agent/webhook/certs.ts';
 import { WEBHOOK_FLAGS } from '../../agent/webhook/config.ts';
@@ -56,7 +56,7 @@ export function annotationsPage(): string {
     return [code(key), readWith(key), value, setBy(key)];
   });
   const secret = WEBHOOK_FLAGS.secret.def;
-  return `${header(['projections/annotations.ts', 'agent/volume/resolve.ts', 'agent/webhook/certs.ts'])}
+  return `${header(['projections/annotations.ts', 'agent/files/volume/resolve.ts', 'agent/webhook/certs.ts'])}
 # Annotations
 
 Every annotation under \`ownerrefs.dev/\`. Node and namespace labels: [node-labels.md](node-labels.md).

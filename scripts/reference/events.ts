@@ -5,7 +5,7 @@ import { FAILURE_REASONS, NODE_SIDE_REASONS, type FailureReason } from '../../ag
 import { EVENT_IN_FLIGHT, EVENT_LIMIT, EVENT_QUEUE, SYNC_RETRY } from '../../agent/common/defaults.ts';
 import * as kubeEvents from '../../agent/kube/events.ts';
 import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
-import * as keeper from '../../agent/policy/annotationkeeper.ts';
+import * as keeper from '../../agent/annotations/keeper.ts';
 import { code, describeAll, header, seconds, sentence, table } from './common.ts';
 
 /** Every module that posts Events exports its reasons as REASON_*: a new one is found here. */
@@ -47,7 +47,7 @@ export function eventsPage(): string {
   const whose = (r: FailureReason) => NODE_SIDE_REASONS.includes(r) ? 'the node' : 'the pod\'s author';
   const metrics = new AgentMetrics({ processMetrics: false });
   const name = (m: unknown) => (m as { name: string }).name;
-  return `${header(['agent/kube/events.ts', 'agent/policy/annotationkeeper.ts', 'agent/common/errors.ts'])}
+  return `${header(['agent/kube/events.ts', 'agent/annotations/keeper.ts', 'agent/common/errors.ts'])}
 # Events
 
 The agent reports what someone must fix as Warning Events on the object at fault: the pod

@@ -5,9 +5,9 @@
 import { SYNC_RETRY } from '../../agent/common/defaults.ts';
 import { RUN_FLAGS } from '../../agent/config.ts';
 import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
-import { RETRY_MAX_MS, RETRY_MS } from '../../agent/kube/ownermeta.ts';
-import { MAX_CHAIN } from '../../agent/policy/chain.ts';
-import { ANNOTATION_VOLUME } from '../../agent/volume/resolve.ts';
+import { RETRY_MAX_MS, RETRY_MS } from '../../agent/owners/ownermeta.ts';
+import { MAX_CHAIN } from '../../agent/owners/chain.ts';
+import { ANNOTATION_VOLUME } from '../../agent/files/volume/resolve.ts';
 import { CHAIN_END_REASONS, keepWhileUnsettled, type ChainEnd } from '../../projections/chain.ts';
 import { EXTENSION_FIELDS, OWNER_REFERENCES_FIELD } from '../../projections/downwardapi.ts';
 import { ENV_VAR_NAME } from '../../projections/env.ts';

@@ -3,12 +3,12 @@
 
 import { REASON_INVALID_NODE_LABEL } from '../../agent/kube/events.ts';
 import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
-import { FORBID_LABEL, FORBID_POLICY_NAME } from '../../agent/webhook/forbidpolicy.ts';
+import { FORBID_LABEL, FORBID_POLICY_NAME } from '../../agent/manifests/forbidpolicy.ts';
 import { code, header, sentence, table } from './common.ts';
 
 export function nodeLabelsPage(): string {
   const follow = NODE_LABELS.find((l) => l.key === 'followOwners')!.label;
-  return `${header(['agent/kube/nodeconfig.ts', 'agent/webhook/forbidpolicy.ts'])}
+  return `${header(['agent/kube/nodeconfig.ts', 'agent/manifests/forbidpolicy.ts'])}
 # Node and namespace labels
 
 ## Node labels

@@ -6,7 +6,7 @@
 //   (GetPluginCapabilities says so; csi-sanity still runs them unless told not to).
 // - "should remove target path": it provisions its volume with the controller's
 //   CreateVolume first. Our own tests cover unpublish removing the target
-//   (test/agent/csi/driver.test.ts, test/e2e/csi.test.ts).
+//   (test/agent/files/csi/driver.test.ts, test/e2e/csi.test.ts).
 // Node specs that depend on capabilities we do not offer skip themselves.
 
 import { execFile } from 'node:child_process';

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync 
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { TEMP_PREFIX } from '../../agent/volume/writer.ts';
+import { TEMP_PREFIX } from '../../agent/files/volume/writer.ts';
 import { startBurst, type Burst } from '../support/burst.ts';
 import { waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';

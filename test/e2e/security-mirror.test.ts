@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EMPTY_DIR_PLUGIN } from '../../agent/volume/resolve.ts';
+import { EMPTY_DIR_PLUGIN } from '../../agent/files/volume/resolve.ts';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
 import { clusterInfo, kubeConfig, newNamespace, type TestNamespace } from '../support/cluster.ts';
 import { waitFor } from '../../localcluster/wait.ts';

@@ -1,6 +1,6 @@
 // The agent's one write privilege, `patch pods`, attacked with the agent's own credentials
 // (a token of its ServiceAccount bound to a pod on its node, as the DaemonSet pod's is)
-// against the real API server: its ValidatingAdmissionPolicy (agent/kube/agentpolicy.ts,
+// against the real API server: its ValidatingAdmissionPolicy (agent/manifests/agentpolicy.ts,
 // shipped in daemonset.yaml) lets it change only the ownerrefs.dev annotations it keeps,
 // and only on pods of its own node. Everything else is refused, with the policy's message.
 

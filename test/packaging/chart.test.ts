@@ -15,6 +15,14 @@ const ROOT = path.join(import.meta.dirname, '..', '..');
 const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const objects = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS() as Obj).filter(Boolean);
+/** The objects of a rendering, refusing what a YAML parser would read differently: a duplicate key keeps only one of its values. */
+function strictObjects(yaml: string): Obj[] {
+  const docs = parseAllDocuments(yaml, { uniqueKeys: true });
+  if (!Array.isArray(docs)) throw new Error('not a YAML stream');
+  const errors = docs.flatMap((d) => d.errors.map((e) => `${e.code}: ${e.message}`));
+  if (errors.length > 0) throw new Error(errors.join('\n'));
+  return docs.map((d) => d.toJS() as Obj).filter(Boolean);
+}
 let helm: string;
 
 beforeAll(() => { helm = helmBin(); }, 600_000);
@@ -151,6 +159,47 @@ describe('the chart', () => {
     expect(ds('--set', 'nodeSelectorLabel=ownerrefs.dev/agent').nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', 'ownerrefs.dev/agent': 'true' });
   });
 
+  const ARCH = { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64', 'arm64'] };
+  const NOT_VK = { key: 'type', operator: 'NotIn', values: ['virtual-kubelet'] };
+  const required = (...terms: Obj[]) => ({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } });
+  it.each([
+    ['no image pull secret by default', [], (p: Obj) => p.imagePullSecrets, undefined],
+    ['imagePullSecrets', ['--set', 'imagePullSecrets[0].name=regcred'], (p: Obj) => p.imagePullSecrets, [{ name: 'regcred' }]],
+    ['nodeSelector, beside kubernetes.io/os', ['--set', 'nodeSelector.pool=system'], (p: Obj) => p.nodeSelector, { 'kubernetes.io/os': 'linux', pool: 'system' }],
+    ['nodeSelector and nodeSelectorLabel naming the same label (one key)', ['--set-string', 'nodeSelector.ownerrefs\\.dev/agent=true', '--set', 'nodeSelectorLabel=ownerrefs.dev/agent'],
+      (p: Obj) => p.nodeSelector, { 'kubernetes.io/os': 'linux', 'ownerrefs.dev/agent': 'true' }],
+    ['the default architectures, off virtual kubelets', [], (p: Obj) => p.affinity, required({ matchExpressions: [ARCH, NOT_VK] })],
+    ['architectures', ['--set', 'architectures={amd64}'], (p: Obj) => p.affinity, required({ matchExpressions: [{ ...ARCH, values: ['amd64'] }, NOT_VK] })],
+    ['excludeVirtualKubelet=false', ['--set', 'excludeVirtualKubelet=false'], (p: Obj) => p.affinity, required({ matchExpressions: [ARCH] })],
+    ['a required node affinity: ours ANDed into each of its terms', ['--set-json', 'affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[' +
+      '{"matchExpressions":[{"key":"pool","operator":"In","values":["a"]}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]}}}'],
+    (p: Obj) => p.affinity, required({ matchExpressions: [{ key: 'pool', operator: 'In', values: ['a'] }, ARCH, NOT_VK] },
+      { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }], matchExpressions: [ARCH, NOT_VK] })],
+    ['a preferred node affinity, kept beside ours', ['--set-json', 'affinity={"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1,"preference":{"matchExpressions":[{"key":"pool","operator":"In","values":["a"]}]}}]}}'],
+      (p: Obj) => p.affinity.nodeAffinity, { ...required({ matchExpressions: [ARCH, NOT_VK] }).nodeAffinity,
+        preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [{ key: 'pool', operator: 'In', values: ['a'] }] } }] }],
+    ['tolerations', ['--set', 'tolerations[0].key=dedicated', '--set', 'tolerations[0].operator=Exists'], (p: Obj) => p.tolerations, [{ key: 'dedicated', operator: 'Exists' }]],
+    ['the default seccomp profile of the pod', [], (p: Obj) => p.securityContext, { seccompProfile: { type: 'RuntimeDefault' } }],
+    ['podSecurityContext', ['--set', 'podSecurityContext.seccompProfile.type=Localhost', '--set', 'podSecurityContext.seccompProfile.localhostProfile=profiles/agent.json',
+      '--set', 'podSecurityContext.supplementalGroups={1000}', '--set', 'podSecurityContext.seLinuxOptions.level=s0'],
+    (p: Obj) => p.securityContext, { seccompProfile: { type: 'Localhost', localhostProfile: 'profiles/agent.json' }, supplementalGroups: [1000], seLinuxOptions: { level: 's0' } }],
+    ['securityContext: what the agent needs, with its own seccomp and AppArmor profiles', ['--set', 'securityContext.seccompProfile.type=Localhost',
+      '--set', 'securityContext.seccompProfile.localhostProfile=profiles/agent.json', '--set', 'securityContext.appArmorProfile.type=RuntimeDefault', '--set', 'securityContext.runAsUser=0'],
+    (p: Obj) => p.containers[0].securityContext, { runAsUser: 0, runAsGroup: 0, runAsNonRoot: false, privileged: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'Localhost', localhostProfile: 'profiles/agent.json' }, appArmorProfile: { type: 'RuntimeDefault' } }],
+  ] as [string, string[], (pod: Obj) => unknown, unknown][])('renders the agent pod\'s %s', (_what, args, pick, want) => {
+    const pod = strictObjects(helmTemplate(helm, args)).find((o) => o.kind === 'DaemonSet')!.spec.template.spec;
+    expect(pick(pod)).toEqual(want);
+  });
+
+  it.each([
+    ['by default', [], { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } }],
+    ['with maxUnavailable', ['--set', 'maxUnavailable=3'], { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 3 } }],
+    ['OnDelete', ['--set', 'updateStrategy.type=OnDelete'], { type: 'OnDelete' }],
+  ])('renders the agent\'s update strategy %s', (_what, args, want) => {
+    expect(strictObjects(helmTemplate(helm, args)).find((o) => o.kind === 'DaemonSet')!.spec.updateStrategy).toEqual(want);
+  });
+
   it('ships the agent\'s ValidatingAdmissionPolicy and binding for the release\'s namespace, and patch on pods in its role', () => {
     const objs = objects(helmTemplate(helm, ['--set', 'namespace.name=infra']));
     const policy = objs.find((o) => o.kind === 'ValidatingAdmissionPolicy')!;
@@ -209,6 +258,21 @@ describe('the chart', () => {
     ['the selector label among the pod labels', ['--set', 'podLabels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
     ['the chart\'s own name label among the monitoring labels', ['--set', 'monitoring.labels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
     ['the selector label among the extra labels', ['--set', 'extraLabels.app\\.kubernetes\\.io/name=x'], "invalid propertyName 'app.kubernetes.io/name'"],
+    ['an image pull secret that is no {name: ...}', ['--set', 'imagePullSecrets[0]=regcred'], 'imagePullSecrets'],
+    ['a node selector for another OS (the agent runs on Linux only)', ['--set', 'nodeSelector.kubernetes\\.io/os=windows'], 'kubernetes.io/os'],
+    ['a node selector without kubernetes.io/os', ['--set', 'nodeSelector.kubernetes\\.io/os=null'], 'kubernetes.io/os'],
+    ['no architecture', ['--set-json', 'architectures=[]'], 'architectures'],
+    ['pod anti-affinity for the agent (nodes would lack one)', ['--set', 'affinity.podAntiAffinity.x=y'], 'podAntiAffinity'],
+    ['a surge of agents (two on a node would share the CSI socket)', ['--set', 'updateStrategy.rollingUpdate.maxSurge=1'], 'rollingUpdate'],
+    ['an update strategy DaemonSets lack', ['--set', 'updateStrategy.type=Recreate'], 'updateStrategy'],
+    ['runAsNonRoot for the agent\'s container (it runs as uid 0)', ['--set', 'securityContext.runAsNonRoot=true'], 'runAsNonRoot'],
+    ['runAsNonRoot for the agent\'s pod', ['--set', 'podSecurityContext.runAsNonRoot=true'], 'runAsNonRoot'],
+    ['another uid for the agent', ['--set', 'securityContext.runAsUser=1000'], 'runAsUser'],
+    ['a privileged agent', ['--set', 'securityContext.privileged=true'], 'privileged'],
+    ['a writable root filesystem for the agent', ['--set', 'securityContext.readOnlyRootFilesystem=false'], 'readOnlyRootFilesystem'],
+    ['an added capability', ['--set', 'securityContext.capabilities.add[0]=SYS_ADMIN'], 'capabilities'],
+    ['an unconfined seccomp profile', ['--set', 'securityContext.seccompProfile.type=Unconfined'], 'seccompProfile'],
+    ['a Localhost seccomp profile without its file', ['--set', 'podSecurityContext.seccompProfile.type=Localhost'], 'localhostProfile'],
   ])('refuses %s, naming the value', (_what, args, names) => {
     const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);

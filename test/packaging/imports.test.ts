@@ -33,7 +33,7 @@ describe('the agent module graph', () => {
   it.each([
     ['@kubernetes/client-node', /@kubernetes\/client-node/],
     ['the YAML parser (only a kubeconfig file needs it)', /node_modules\/yaml\//],
-    ['gRPC (only CSI mode needs it)', /agent\/csi\/|node_modules\/(@grpc|protobufjs)\//],
+    ['gRPC (only CSI mode needs it)', /agent\/files\/csi\/|node_modules\/(@grpc|protobufjs)\//],
     ['the certificate library (only the webhook needs it)', /node_modules\/(@peculiar|reflect-metadata|tsyringe)\//],
     ['the webhook', /agent\/webhook\//],
   ])('does not load %s', (_what, pattern) => {
@@ -47,14 +47,14 @@ describe('the agent module graph', () => {
   it('does load what it needs (the check above can see loaded modules)', () => {
     expect(builtins).toContain('NativeModule https');
     expect(files.some((f) => /node_modules\/prom-client\//.test(f))).toBe(true);
-    expect(files.some((f) => /agent\/policy\/reconciler\.ts$/.test(f))).toBe(true);
+    expect(files.some((f) => /agent\/files\/reconciler\.ts$/.test(f))).toBe(true);
   });
 });
 
 describe('the CSI module graph (loaded with --csi-socket)', () => {
-  const { builtins, files } = loaded(path.join('agent', 'csi', 'index.ts'));
+  const { builtins, files } = loaded(path.join('agent', 'files', 'csi', 'index.ts'));
 
-  // gRPC is served by agent/csi/grpc.ts over node:http2: @grpc/grpc-js cost 3 MiB more.
+  // gRPC is served by agent/files/csi/grpc.ts over node:http2: @grpc/grpc-js cost 3 MiB more.
   it('serves gRPC without @grpc/grpc-js or a .proto parser', () => {
     expect(files.filter((f) => /node_modules\/(@grpc|protobufjs\/(src\/parse|ext))/.test(f))).toEqual([]);
   });
@@ -71,11 +71,11 @@ describe('render module graph', () => {
 
   it('does not load HTTP/2 or the gRPC server', () => {
     expect(builtins.filter((m) => /http2/.test(m))).toEqual([]);
-    expect(files.filter((f) => /agent\/csi\/(grpc|server)\.ts/.test(f))).toEqual([]);
+    expect(files.filter((f) => /agent\/files\/csi\/(grpc|server)\.ts/.test(f))).toEqual([]);
   });
 
-  it('does load the CSI driver module (the check above can see agent/csi/)', () => {
-    expect(files.some((f) => /agent\/csi\/driver\.ts/.test(f))).toBe(true);
+  it('does load the CSI driver module (the check above can see agent/files/csi/)', () => {
+    expect(files.some((f) => /agent\/files\/csi\/driver\.ts/.test(f))).toBe(true);
   });
 });
 
@@ -83,8 +83,8 @@ describe('render module graph', () => {
 describe('the webhook module graph', () => {
   const { builtins, files } = loaded(path.join('agent', 'webhook', 'objects.ts'));
 
-  it('loads nothing of agent/csi/ and no HTTP/2', () => {
-    expect(files.filter((f) => /agent\/csi\//.test(f))).toEqual([]);
+  it('loads nothing of agent/files/csi/ and no HTTP/2', () => {
+    expect(files.filter((f) => /agent\/files\/csi\//.test(f))).toEqual([]);
     expect(builtins.filter((m) => /http2/.test(m))).toEqual([]);
   });
 

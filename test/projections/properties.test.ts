@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveVolumes } from '../../agent/volume/resolve.ts';
+import { resolveVolumes } from '../../agent/files/volume/resolve.ts';
 import { FILES, project, type OwnerReference } from '../../projections/index.ts';
 import { pod } from '../support/fixtures.ts';
 import { sourceEnv } from '../support/shell.ts';

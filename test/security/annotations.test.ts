@@ -6,9 +6,9 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EMPTY_DIR_PLUGIN } from '../../agent/volume/resolve.ts';
+import { EMPTY_DIR_PLUGIN } from '../../agent/files/volume/resolve.ts';
 import { FILES, project } from '../../projections/index.ts';
-import type { PodView } from '../../agent/policy/podtable.ts';
+import type { PodView } from '../../agent/files/podtable.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';

@@ -10,8 +10,8 @@ import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../agent/common/clock.ts';
 import type { ApiClient } from '../../agent/kube/client.ts';
 import { ApiEventSink } from '../../agent/kube/events.ts';
-import type { PodView } from '../../agent/policy/podtable.ts';
-import { TEMP_PREFIX } from '../../agent/volume/writer.ts';
+import type { PodView } from '../../agent/files/podtable.ts';
+import { TEMP_PREFIX } from '../../agent/files/volume/writer.ts';
 import { FILES, project } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
@@ -161,7 +161,7 @@ describe('a pod that keeps failing', () => {
   // resets `reported`, so a pod that toggles ownerrefs.dev/volume on and off (any pod author
   // may update annotations) gets one warn line per toggle: 100 toggles, 100 lines, where
   // SECURITY.md promises "a burst of 3 then one a minute". (Events stay bounded: ApiEventSink
-  // keys by pod name and never forgets.) Fix (agent/policy/reconciler.ts): call reporter.forget(uid)
+  // keys by pod name and never forgets.) Fix (agent/files/reconciler.ts): call reporter.forget(uid)
   // only from remove() (pod deleted) and from replace() for pods no longer listed, not on
   // opt-out; the limiter's maxKeys (10 000) already bounds its memory.
   it('log lines stay bounded while the pod toggles its opt-in annotation', async () => {

@@ -6,8 +6,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { targetFor } from '../../agent/csi/paths.ts';
-import { ANNOTATION_MIRROR, EMPTY_DIR_PLUGIN } from '../../agent/volume/resolve.ts';
+import { targetFor } from '../../agent/files/csi/paths.ts';
+import { ANNOTATION_MIRROR, EMPTY_DIR_PLUGIN } from '../../agent/files/volume/resolve.ts';
 import { FILES } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
@@ -80,7 +80,7 @@ describe('a hostile kubernetes.io/config.mirror value', () => {
   // volume - a pod that never opted in - with no Event. A victim that did opt in gets
   // the attacker's owners instead of its own (the two pods overwrite each other), which
   // misdirects the victim's own objects to owners of the attacker's choosing.
-  // Fix (agent/policy/reconciler.ts + agent/volume/resolve.ts): keep the metadata.uid of every pod on
+  // Fix (agent/files/reconciler.ts + agent/files/volume/resolve.ts): keep the metadata.uid of every pod on
   // the node (not only opted-in ones: a Set of strings), and refuse with InvalidMirrorUID
   // a mirror value that equals the metadata.uid of any other pod on the node; also refuse
   // (both pods) when two tracked pods resolve to the same volume directory, instead of
@@ -106,7 +106,7 @@ describe('a hostile kubernetes.io/config.mirror value', () => {
     })]);
   });
 
-  // Regression (was a defect; fixed by agent/volume/diskclaims.ts; same root cause, CSI mode): Reconciler.#track does #byDisk.set(diskUid, uid), last
+  // Regression (was a defect; fixed by agent/files/volume/diskclaims.ts; same root cause, CSI mode): Reconciler.#track does #byDisk.set(diskUid, uid), last
   // pod wins, and publish() serves whatever pod #byDisk names. A pod with the driver's inline
   // volume and kubernetes.io/config.mirror set to the victim's UID, seen after the victim, so
   // captures the victim's CSI volume: the kubelet's NodePublishVolume for the victim gets the

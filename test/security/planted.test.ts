@@ -6,7 +6,7 @@
 import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/volume/writer.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/files/volume/writer.ts';
 import { ALL_FILE_NAMES, FILES } from '../../projections/index.ts';
 import { allFiles, owner, pod } from '../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../support/tmpdir.ts';

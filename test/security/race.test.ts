@@ -7,7 +7,7 @@ import { lstatSync, readdirSync, readFileSync, rmdirSync, unlinkSync } from 'nod
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProjectionError } from '../../agent/common/errors.ts';
-import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/volume/writer.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../agent/files/volume/writer.ts';
 import { DEFAULT_PROJECTION_OPTIONS, FILES, project, type ProjectedFile } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { allFiles, owner, pod } from '../support/fixtures.ts';

@@ -7,7 +7,7 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkS
 import path from 'node:path';
 import { expect } from 'vitest';
 import { FAILURE_REASONS, ProjectionError, type FailureReason } from '../../agent/common/errors.ts';
-import { TEMP_PREFIX } from '../../agent/volume/writer.ts';
+import { TEMP_PREFIX } from '../../agent/files/volume/writer.ts';
 import { ALL_FILE_NAMES } from '../../projections/index.ts';
 
 /** Every name the writer uses in a volume: the final files and their temporaries. */

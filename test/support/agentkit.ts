@@ -5,12 +5,12 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach } from 'vitest';
-import { VolumeDirWatcher } from '../../agent/volume/dirwatch.ts';
+import { VolumeDirWatcher } from '../../agent/files/volume/dirwatch.ts';
 import type { EventSink, InvolvedObject } from '../../agent/kube/events.ts';
-import type { OwnerMetadataCache } from '../../agent/kube/ownermeta.ts';
+import type { OwnerMetadataCache } from '../../agent/owners/ownermeta.ts';
 import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
-import { Reconciler } from '../../agent/policy/reconciler.ts';
-import { FsVolumeWriter, TEMP_PREFIX, type VolumeWriter } from '../../agent/volume/writer.ts';
+import { Reconciler } from '../../agent/files/reconciler.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeWriter } from '../../agent/files/volume/writer.ts';
 import type { Clock } from '../../agent/common/clock.ts';
 import { tmpDir } from './tmpdir.ts';
 

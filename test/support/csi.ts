@@ -4,7 +4,7 @@
 // readonly from the csi volume source, a mount capability with an access mode, the
 // pod-info keys in the volume context, and target <pod>/volumes/kubernetes.io~csi/<vol>/mount.
 //
-// This client decodes with @grpc/proto-loader from agent/csi/proto's .proto files, apart
+// This client decodes with @grpc/proto-loader from agent/files/csi/proto's .proto files, apart
 // from the agent's generated codec, so a codec that drifted from them fails here; a wrong
 // field number in the .proto files themselves is caught by localcluster/csi/kubeletcsi
 // (Go, the spec's generated code) and csi-sanity.
@@ -34,9 +34,9 @@ afterEach(() => {
   for (const c of clients.splice(0)) c.close();
 });
 
-const PROTO_DIR = path.join(import.meta.dirname, '..', '..', 'agent', 'csi', 'proto');
+const PROTO_DIR = path.join(import.meta.dirname, '..', '..', 'agent', 'files', 'csi', 'proto');
 
-/** The .proto files' services, decoded as the agent's handlers receive them (agent/csi/services.ts). */
+/** The .proto files' services, decoded as the agent's handlers receive them (agent/files/csi/services.ts). */
 export function protoServices(): Record<'identity' | 'node' | 'registration', grpc.ServiceDefinition> {
   const opts: protoLoader.Options = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true };
   const load = (file: string) => grpc.loadPackageDefinition(protoLoader.loadSync(path.join(PROTO_DIR, file), opts));

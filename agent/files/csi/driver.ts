@@ -8,11 +8,11 @@
 // Partial: the loader fills defaults in, but nothing here relies on it.
 
 import type { Logger } from 'pino';
-import { ProjectionError } from '../common/errors.ts';
-import { F } from '../monitoring/logfields.ts';
-import type { PodView } from '../policy/podtable.ts';
-import { CSI_POD_WAIT_MS } from '../common/defaults.ts';
-import { describe, isDns1123Label, isDns1123Subdomain } from '../common/validation.ts';
+import { ProjectionError } from '../../common/errors.ts';
+import { F } from '../../monitoring/logfields.ts';
+import type { PodView } from '../podtable.ts';
+import { CSI_POD_WAIT_MS } from '../../common/defaults.ts';
+import { describe, isDns1123Label, isDns1123Subdomain } from '../../common/validation.ts';
 import { diskUID, DOWNWARD_API_ATTRIBUTE, usesCsiDriver } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import type * as M from './messages.ts';

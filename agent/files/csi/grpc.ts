@@ -22,8 +22,8 @@
  */
 
 import http2 from 'node:http2';
-import { ByteBudget } from '../common/budget.ts';
-import { describe } from '../common/validation.ts';
+import { ByteBudget } from '../../common/budget.ts';
+import { describe } from '../../common/validation.ts';
 import { RpcError, Status as S, statusName, toRpcError } from './status.ts';
 
 /** One unary rpc: request bytes in, response bytes out (or a thrown error). */

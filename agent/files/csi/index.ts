@@ -11,9 +11,9 @@ import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
-import { ApiError, type ApiClient } from '../kube/client.ts';
-import { F } from '../monitoring/logfields.ts';
-import { KeyedRateLimiter } from '../common/ratelimit.ts';
+import { ApiError, type ApiClient } from '../../kube/client.ts';
+import { F } from '../../monitoring/logfields.ts';
+import { KeyedRateLimiter } from '../../common/ratelimit.ts';
 import { DRIVER_NAME, NodeDriver, type FetchedPod, type PodTargets } from './driver.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import { findPublished } from './restore.ts';
@@ -133,8 +133,8 @@ async function getPod(client: Pick<ApiClient, 'json'>, namespace: string, name: 
 }
 
 function packageVersion(): string {
-  // package.json is two levels up from agent/csi/ in the source tree, three from dist/agent/csi/.
-  for (const rel of ['../../package.json', '../../../package.json']) {
+  // package.json is three levels up from agent/files/csi/ in the source tree, four from dist/agent/files/csi/.
+  for (const rel of ['../../../package.json', '../../../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
       if (pkg.name === 'ownerrefs-agent' && pkg.version) return pkg.version;

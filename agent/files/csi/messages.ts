@@ -1,5 +1,5 @@
 // The gRPC boundary of CSI mode, typed: the messages the driver reads and writes and the
-// handlers each service must have. Written once from ./proto; test/agent/csi/messages.test.ts
+// handlers each service must have. Written once from ./proto; test/agent/files/csi/messages.test.ts
 // holds them against types generated from the same .proto files (as the loader decodes:
 // camelCase fields, defaults filled in, 64-bit integers and enums as strings), so a
 // field that is renamed, retyped or misspelt on either side fails the tests.

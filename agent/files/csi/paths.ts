@@ -2,10 +2,10 @@
 // path is still checked before any of it is used: a request that does not name
 // <kubelet-root>/pods/<pod-uid>/volumes/kubernetes.io~csi/<volume>/mount, with each
 // component a plain name, is refused before the filesystem is touched. The writer
-// then walks those components one by one with O_NOFOLLOW (agent/volume/writer.ts).
+// then walks those components one by one with O_NOFOLLOW (agent/files/volume/writer.ts).
 
 import path from 'node:path';
-import { describe, isDns1123Subdomain, isValidPodUID } from '../common/validation.ts';
+import { describe, isDns1123Subdomain, isValidPodUID } from '../../common/validation.ts';
 import { isSafeComponent } from '../volume/dirfd.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 

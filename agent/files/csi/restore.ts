@@ -13,9 +13,9 @@ import { constants as C } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { errnoOf } from '../common/errors.ts';
-import { F } from '../monitoring/logfields.ts';
-import { isValidPodUID } from '../common/validation.ts';
+import { errnoOf } from '../../common/errors.ts';
+import { F } from '../../monitoring/logfields.ts';
+import { isValidPodUID } from '../../common/validation.ts';
 import { CSI_PLUGIN_DIR, MOUNT_DIR, parseTargetPath, VOL_DATA_FILE, type CsiTarget } from './paths.ts';
 
 export interface PublishedTarget extends CsiTarget {

@@ -2,15 +2,15 @@
 // node:http2, with gRPC's framing and statuses from grpc.ts, and turns thrown errors into
 // statuses.
 //
-// Only agent/csi/index.ts imports this, and agent.ts imports that one dynamically when
+// Only agent/files/csi/index.ts imports this, and agent.ts imports that one dynamically when
 // --csi-socket is set: an agent in emptyDir mode never loads HTTP/2 (memory).
 
 import fs from 'node:fs/promises';
 import http2 from 'node:http2';
 import type net from 'node:net';
 import path from 'node:path';
-import { ByteBudget } from '../common/budget.ts';
-import { errnoOf } from '../common/errors.ts';
+import { ByteBudget } from '../../common/budget.ts';
+import { errnoOf } from '../../common/errors.ts';
 import { answer, type UnaryRoute } from './grpc.ts';
 import type { ServiceDefinition } from './services.ts';
 import { statusName, toRpcError } from './status.ts';

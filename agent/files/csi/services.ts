@@ -2,7 +2,7 @@
 // decoded (server.ts serves them, unary, as every rpc of these services is). The codec is
 // static code generated from ./proto (scripts/gen-csi-codec.ts), so the agent loads
 // neither a .proto parser nor reflection.
-// test/agent/csi/services.test.ts holds this table against the .proto files' services.
+// test/agent/files/csi/services.test.ts holds this table against the .proto files' services.
 
 import protobuf from 'protobufjs/minimal.js';
 import * as codec from './proto/codec.js';

@@ -4,8 +4,8 @@
 // /proc/self/fd/<dir>/<name>: relative to a descriptor, never resolved through the volume.
 
 import { constants as C, readFileSync, type Stats } from 'node:fs';
-import type { ProjectedFile } from '../../projections/index.ts';
-import { errnoOf, ProjectionError } from '../common/errors.ts';
+import type { ProjectedFile } from '../../../projections/index.ts';
+import { errnoOf, ProjectionError } from '../../common/errors.ts';
 import { ioError, lstatOrNull, unlinkIfPresent } from './dirfd.ts';
 import type { FileOps, FsOps } from './fsops.ts';
 

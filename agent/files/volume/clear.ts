@@ -2,8 +2,8 @@
 // the layout and numbers the steps. Everything is relative to descriptors opened
 // O_NOFOLLOW, as in the writer; nothing here creates or writes a file.
 
-import { MAX_DEPTH, RESERVED_NAME_PREFIX as TEMP_PREFIX } from '../../projections/downwardapi.ts';
-import { errnoOf, ProjectionError } from '../common/errors.ts';
+import { MAX_DEPTH, RESERVED_NAME_PREFIX as TEMP_PREFIX } from '../../../projections/downwardapi.ts';
+import { errnoOf, ProjectionError } from '../../common/errors.ts';
 import { absentAsNull, bySubdirectory, checkRelative, dirError, ioError, isSafeComponent, lstatOrNull, openDirectory, subdirectoriesDeepestFirst, unlinkIfPresent } from './dirfd.ts';
 import type { FileOps, FsOps } from './fsops.ts';
 

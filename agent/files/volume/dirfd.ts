@@ -1,10 +1,10 @@
-// The writer's descriptor-relative steps (agent/volume/writer.ts numbers them), and how
+// The writer's descriptor-relative steps (agent/files/volume/writer.ts numbers them), and how
 // a system error becomes a ProjectionError. Every path here is either the trusted root or
 // /proc/self/fd/N/<one safe component>: nothing is ever resolved through the volume by name.
 
 import { constants as C, type Stats } from 'node:fs';
 import path from 'node:path';
-import { errnoOf, ProjectionError, type FailureReason } from '../common/errors.ts';
+import { errnoOf, ProjectionError, type FailureReason } from '../../common/errors.ts';
 import type { FileOps, FsOps } from './fsops.ts';
 
 const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;

@@ -3,7 +3,7 @@
 // place stays if it agrees, and the files of one group stay together or not at all.
 // Pure over `read`, which the writer gives: the agent-owned bytes in place, or undefined.
 
-import type { KeepRule, ProjectedFile } from '../../projections/index.ts';
+import type { KeepRule, ProjectedFile } from '../../../projections/index.ts';
 
 /** A file in place: its bytes and its stamp (writer.ts). */
 export interface InPlace {

@@ -1,8 +1,8 @@
 // Policy: which directories a pod's annotation asks for, validated before any of
 // it becomes a path. Everything here is pod-controlled input.
 
-import { ProjectionError } from '../common/errors.ts';
-import { describe, isDns1123Label, isValidPodUID } from '../common/validation.ts';
+import { ProjectionError } from '../../common/errors.ts';
+import { describe, isDns1123Label, isValidPodUID } from '../../common/validation.ts';
 import type { VolumeTarget } from './writer.ts';
 
 export const ANNOTATION_VOLUME = 'ownerrefs.dev/volume';

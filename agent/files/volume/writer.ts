@@ -14,7 +14,7 @@
  *   ├── dependentOwnerReferences     (optional, node label)
  *   └── .ownerrefs-tmp.<file>        transient: exists only between steps 4 and 7
  *
- * CSI mode (agent/csi/): the same files, in a directory the agent creates itself
+ * CSI mode (agent/files/csi/): the same files, in a directory the agent creates itself
  * (step 1a) because the kubelet only makes its parent, and removes on unpublish
  * (steps 10-12). The pod mounts it read-only, so nothing in it is pod-planted, but
  * the same rules apply:
@@ -109,9 +109,9 @@
  */
 
 import type { Stats } from 'node:fs';
-import type { ProjectedFile } from '../../projections/index.ts';
-import { RESERVED_NAME_PREFIX } from '../../projections/downwardapi.ts';
-import { ProjectionError } from '../common/errors.ts';
+import type { ProjectedFile } from '../../../projections/index.ts';
+import { RESERVED_NAME_PREFIX } from '../../../projections/downwardapi.ts';
+import { ProjectionError } from '../../common/errors.ts';
 import { bySubdirectory, checkRelative, isSafeComponent, joinUnder, lstatOrNull, openDirectory, TARGET_DIR_MODE, unlinkIfPresent } from './dirfd.ts';
 import { readOwn, readUmask, replaceFile, stamp } from './atomicfile.ts';
 import { clearTarget } from './clear.ts';

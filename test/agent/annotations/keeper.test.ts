@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { AnnotationKeeper, REASON_ANNOTATION_FAILED } from '../../../agent/policy/annotationkeeper.ts';
+import { AnnotationKeeper, REASON_ANNOTATION_FAILED } from '../../../agent/annotations/keeper.ts';
 import { ApiError } from '../../../agent/kube/client.ts';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
-import type { PodView } from '../../../agent/policy/podtable.ts';
+import type { PodView } from '../../../agent/files/podtable.ts';
 import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
 import type { OwnerReference } from '../../../projections/types.ts';
 import { memoryLogger, RecordingEvents } from '../../support/agentkit.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WorkQueue } from '../../../agent/policy/queue.ts';
+import { WorkQueue } from '../../../agent/common/queue.ts';
 import { KeyedRateLimiter } from '../../../agent/common/ratelimit.ts';
 import { FakeClock } from '../../support/clock.ts';
 

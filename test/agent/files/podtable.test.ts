@@ -1,9 +1,9 @@
 import { annotationsRead } from '../../../projections/annotations.ts';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
-import { admit } from '../../../agent/policy/admission.ts';
-import { PodTable, dirOf, slimView, type PodView } from '../../../agent/policy/podtable.ts';
-import type { ResolvedVolume } from '../../../agent/volume/resolve.ts';
+import { admit } from '../../../agent/files/admission.ts';
+import { PodTable, dirOf, slimView, type PodView } from '../../../agent/files/podtable.ts';
+import type { ResolvedVolume } from '../../../agent/files/volume/resolve.ts';
 
 /** A table whose directory watches and gauges are plain records, to look at after each step. */
 function table() {

@@ -4,11 +4,11 @@ import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../../agent/common/clock.ts';
 import { ProjectionError } from '../../../agent/common/errors.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
-import { PodTable, dirOf, type Tracked } from '../../../agent/policy/podtable.ts';
-import { PublishedTargets } from '../../../agent/policy/published.ts';
-import { VolumeSync } from '../../../agent/policy/volumesync.ts';
-import { DirLocks } from '../../../agent/volume/dirlocks.ts';
-import type { SyncResult, VolumeTarget, VolumeWriter } from '../../../agent/volume/writer.ts';
+import { PodTable, dirOf, type Tracked } from '../../../agent/files/podtable.ts';
+import { PublishedTargets } from '../../../agent/files/published.ts';
+import { VolumeSync } from '../../../agent/files/volumesync.ts';
+import { DirLocks } from '../../../agent/files/volume/dirlocks.ts';
+import type { SyncResult, VolumeTarget, VolumeWriter } from '../../../agent/files/volume/writer.ts';
 import { project } from '../../../projections/index.ts';
 
 const target = (disk: string, volume = 'podinfo'): VolumeTarget =>

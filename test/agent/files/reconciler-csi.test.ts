@@ -4,12 +4,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { targetFor } from '../../../agent/csi/paths.ts';
-import { VolumeDirWatcher } from '../../../agent/volume/dirwatch.ts';
+import { targetFor } from '../../../agent/files/csi/paths.ts';
+import { VolumeDirWatcher } from '../../../agent/files/volume/dirwatch.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
-import type { PodView } from '../../../agent/policy/podtable.ts';
-import { Reconciler } from '../../../agent/policy/reconciler.ts';
-import { FsVolumeWriter, type VolumeWriter } from '../../../agent/volume/writer.ts';
+import type { PodView } from '../../../agent/files/podtable.ts';
+import { Reconciler } from '../../../agent/files/reconciler.ts';
+import { FsVolumeWriter, type VolumeWriter } from '../../../agent/files/volume/writer.ts';
 import { FILES } from '../../../projections/index.ts';
 import { agentKit, memoryLogger, RecordingEvents } from '../../support/agentkit.ts';
 import { owner, pod } from '../../support/fixtures.ts';

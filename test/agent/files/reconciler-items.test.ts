@@ -6,8 +6,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { targetFor } from '../../../agent/csi/paths.ts';
-import type { PodView } from '../../../agent/policy/podtable.ts';
+import { targetFor } from '../../../agent/files/csi/paths.ts';
+import type { PodView } from '../../../agent/files/podtable.ts';
 import { renderDownwardAPI, type DownwardAPISource } from '../../../projections/downwardapi.ts';
 import { FILES } from '../../../projections/index.ts';
 import { waitFor } from '../../../localcluster/wait.ts';

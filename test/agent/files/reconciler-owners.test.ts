@@ -2,13 +2,13 @@
 // on a node that follows owners, kept current as owners are read and change.
 
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { targetFor } from '../../../agent/csi/paths.ts';
-import type { PodView } from '../../../agent/policy/podtable.ts';
+import { targetFor } from '../../../agent/files/csi/paths.ts';
+import type { PodView } from '../../../agent/files/podtable.ts';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
-import { BUILTIN_KINDS, OwnerMetadataCache } from '../../../agent/kube/ownermeta.ts';
+import { BUILTIN_KINDS, OwnerMetadataCache } from '../../../agent/owners/ownermeta.ts';
 import { realClock } from '../../../agent/common/clock.ts';
 import { FILES } from '../../../projections/index.ts';
 import { waitFor } from '../../../localcluster/wait.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
 import { FILES } from '../../../projections/index.ts';
 import { ProjectionError } from '../../../agent/common/errors.ts';
-import { FsVolumeWriter, type VolumeWriter } from '../../../agent/volume/writer.ts';
+import { FsVolumeWriter, type VolumeWriter } from '../../../agent/files/volume/writer.ts';
 import { agentKit } from '../../support/agentkit.ts';
 import { FakeClock } from '../../support/clock.ts';
 import { owner, pod } from '../../support/fixtures.ts';

@@ -3,7 +3,7 @@ import type { Clock } from '../../../agent/common/clock.ts';
 import { ProjectionError } from '../../../agent/common/errors.ts';
 import type { EventSink, InvolvedObject } from '../../../agent/kube/events.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
-import { FailureReporter } from '../../../agent/policy/reporter.ts';
+import { FailureReporter } from '../../../agent/files/reporter.ts';
 import { memoryLogger, RecordingEvents } from '../../support/agentkit.ts';
 
 const POD: InvolvedObject = { kind: 'Pod', name: 'web-1', namespace: 'shop', uid: 'uid-1' };

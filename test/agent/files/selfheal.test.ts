@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { filesTurnedOff } from '../../../agent/policy/admission.ts';
+import { filesTurnedOff } from '../../../agent/files/admission.ts';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
-import { PodTable, dirOf } from '../../../agent/policy/podtable.ts';
-import { SelfHeal } from '../../../agent/policy/selfheal.ts';
-import { DirLocks } from '../../../agent/volume/dirlocks.ts';
-import type { ResolvedVolume } from '../../../agent/volume/resolve.ts';
+import { PodTable, dirOf } from '../../../agent/files/podtable.ts';
+import { SelfHeal } from '../../../agent/files/selfheal.ts';
+import { DirLocks } from '../../../agent/files/volume/dirlocks.ts';
+import type { ResolvedVolume } from '../../../agent/files/volume/resolve.ts';
 import { FILES, project } from '../../../projections/index.ts';
 import { HEAL_LIMIT } from '../../../agent/common/defaults.ts';
 import { FakeClock } from '../../support/clock.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Slices } from '../../../agent/policy/slices.ts';
+import { Slices } from '../../../agent/files/slices.ts';
 
 /** Slices whose turns the test hands out one at a time. */
 function manual(size: number) {

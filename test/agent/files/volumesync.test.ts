@@ -3,10 +3,10 @@
 import { describe, expect, it } from 'vitest';
 import { realClock } from '../../../agent/common/clock.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
-import { PodTable } from '../../../agent/policy/podtable.ts';
-import { keptStamps, VolumeSync } from '../../../agent/policy/volumesync.ts';
-import { DirLocks } from '../../../agent/volume/dirlocks.ts';
-import type { VolumeWriter } from '../../../agent/volume/writer.ts';
+import { PodTable } from '../../../agent/files/podtable.ts';
+import { keptStamps, VolumeSync } from '../../../agent/files/volumesync.ts';
+import { DirLocks } from '../../../agent/files/volume/dirlocks.ts';
+import type { VolumeWriter } from '../../../agent/files/volume/writer.ts';
 import type { ProjectedFile } from '../../../projections/index.ts';
 
 const f = (path: string, text: string, mode = 0o644): ProjectedFile => ({ path, bytes: Buffer.from(text), mode });

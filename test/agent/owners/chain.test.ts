@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { OwnerLookup } from '../../../agent/kube/ownermeta.ts';
-import { MAX_CHAIN, walkChain } from '../../../agent/policy/chain.ts';
+import type { OwnerLookup } from '../../../agent/owners/ownermeta.ts';
+import { MAX_CHAIN, walkChain } from '../../../agent/owners/chain.ts';
 import type { OwnerReference } from '../../../projections/index.ts';
 import { owner } from '../../support/fixtures.ts';
 

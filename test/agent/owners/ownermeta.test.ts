@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
-import { BUILTIN_KINDS, MAX_IN_FLIGHT, OwnerMetadataCache, parseFollowKinds, RETRY_MS } from '../../../agent/kube/ownermeta.ts';
-import { walkChain } from '../../../agent/policy/chain.ts';
+import { BUILTIN_KINDS, MAX_IN_FLIGHT, OwnerMetadataCache, parseFollowKinds, RETRY_MS } from '../../../agent/owners/ownermeta.ts';
+import { walkChain } from '../../../agent/owners/chain.ts';
 import { FakeClock } from '../../support/clock.ts';
 import { memoryLogger } from '../../support/agentkit.ts';
 import { owner } from '../../support/fixtures.ts';

@@ -1,6 +1,6 @@
-// The part of the generated codec.js (scripts/gen-csi-codec.ts) that agent/csi/services.ts
+// The part of the generated codec.js (scripts/gen-csi-codec.ts) that agent/files/csi/services.ts
 // uses: each message type's four functions, by package and name. Message shapes are typed
-// in agent/csi/messages.ts, checked against the .proto by test/agent/csi/messages.test.ts.
+// in agent/files/csi/messages.ts, checked against the .proto by test/agent/files/csi/messages.test.ts.
 
 export interface ConversionOptions {
   longs?: StringConstructor | NumberConstructor;

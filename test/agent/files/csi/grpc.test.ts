@@ -1,4 +1,4 @@
-// gRPC's wire protocol as agent/csi/grpc.ts speaks it, seen from a raw HTTP/2 client: the
+// gRPC's wire protocol as agent/files/csi/grpc.ts speaks it, seen from a raw HTTP/2 client: the
 // framing, the statuses, and every malformed request a client could send. The happy path
 // against real gRPC clients is server.test.ts's (grpc-js), csi-sanity's and the kubelet's (grpc-go).
 import http2 from 'node:http2';
@@ -7,8 +7,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answer, frame, percentEncode, unframe, type UnaryRoute } from '../../../agent/csi/grpc.ts';
-import { RpcError } from '../../../agent/csi/status.ts';
+import { answer, frame, percentEncode, unframe, type UnaryRoute } from '../../../../agent/files/csi/grpc.ts';
+import { RpcError } from '../../../../agent/files/csi/status.ts';
 
 const MAX = 64;
 

@@ -1,4 +1,4 @@
-// The hand-written CSI message and handler types (agent/csi/messages.ts) against types
+// The hand-written CSI message and handler types (agent/files/csi/messages.ts) against types
 // generated from the same .proto files by @grpc/proto-loader's own generator, with the
 // options the server decodes with. The check is the TypeScript compiler's: for every rpc
 // of every service, the request type the generator says the server receives must fit what
@@ -11,8 +11,8 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
-const ROOT = path.join(import.meta.dirname, '..', '..', '..');
-const PROTO = path.join(ROOT, 'agent', 'csi', 'proto');
+const ROOT = path.join(import.meta.dirname, '..', '..', '..', '..');
+const PROTO = path.join(ROOT, 'agent', 'files', 'csi', 'proto');
 const BIN = path.join(ROOT, 'node_modules', '.bin');
 // Inside the checkout, so the generated files resolve @grpc/proto-loader from node_modules.
 mkdirSync(path.join(ROOT, 'node_modules', '.cache'), { recursive: true });
@@ -86,7 +86,7 @@ async function check(messages: string): Promise<string> {
 }
 
 describe('CSI message types', () => {
-  const ours = path.join(ROOT, 'agent', 'csi', 'messages.ts');
+  const ours = path.join(ROOT, 'agent', 'files', 'csi', 'messages.ts');
 
   it('agree with the types generated from the .proto files, rpc by rpc', async () => {
     expect(await check(ours)).toBe('');

@@ -1,6 +1,6 @@
 // Target paths come from the kubelet, which is trusted; they are still parsed strictly.
 import { describe, expect, it } from 'vitest';
-import { parseTargetPath } from '../../../agent/csi/paths.ts';
+import { parseTargetPath } from '../../../../agent/files/csi/paths.ts';
 
 const ROOT = '/var/lib/kubelet';
 const UID = '6be1683f-da9c-4f68-9440-82376231cfa6';

@@ -3,9 +3,9 @@
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { findPublished } from '../../../agent/csi/restore.ts';
-import { memoryLogger } from '../../support/agentkit.ts';
-import { tmpDir } from '../../support/tmpdir.ts';
+import { findPublished } from '../../../../agent/files/csi/restore.ts';
+import { memoryLogger } from '../../../support/agentkit.ts';
+import { tmpDir } from '../../../support/tmpdir.ts';
 
 const DRIVER = 'ownerrefs.dev';
 const UID = '6be1683f-da9c-4f68-9440-82376231cfa6';

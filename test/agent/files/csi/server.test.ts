@@ -1,4 +1,4 @@
-// The agent's CSI sockets (agent/csi/server.ts) called by a gRPC implementation that is not
+// The agent's CSI sockets (agent/files/csi/server.ts) called by a gRPC implementation that is not
 // ours: @grpc/grpc-js, decoding with @grpc/proto-loader from the .proto files. The grpc-go
 // side (the kubelet, csi-sanity) is test/e2e's and localcluster/csi's.
 import { lstatSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,10 +8,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Code, CsiError } from '../../../agent/csi/driver.ts';
-import { MAX_MESSAGE_BYTES, serveUnix, type Handlers, type UnixServer } from '../../../agent/csi/server.ts';
-import { loadServices } from '../../../agent/csi/services.ts';
-import { csiClient } from '../../support/csi.ts';
+import { Code, CsiError } from '../../../../agent/files/csi/driver.ts';
+import { MAX_MESSAGE_BYTES, serveUnix, type Handlers, type UnixServer } from '../../../../agent/files/csi/server.ts';
+import { loadServices } from '../../../../agent/files/csi/services.ts';
+import { csiClient } from '../../../support/csi.ts';
 
 const defs = loadServices();
 const servers: UnixServer[] = [];

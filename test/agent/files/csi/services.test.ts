@@ -1,14 +1,14 @@
-// The agent's CSI services (agent/csi/services.ts, over the static codec generated into
-// agent/csi/proto/codec.js) against the .proto files as @grpc/proto-loader reads them: the
+// The agent's CSI services (agent/files/csi/services.ts, over the static codec generated into
+// agent/files/csi/proto/codec.js) against the .proto files as @grpc/proto-loader reads them: the
 // same rpcs at the same paths, the same bytes on the wire, the same decoded objects.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { loadServices, type Services } from '../../../agent/csi/services.ts';
-import { CODEC, generate } from '../../../scripts/gen-csi-codec.ts';
-import { protoServices } from '../../support/csi.ts';
+import { loadServices, type Services } from '../../../../agent/files/csi/services.ts';
+import { CODEC, generate } from '../../../../scripts/gen-csi-codec.ts';
+import { protoServices } from '../../../support/csi.ts';
 
 const ours = loadServices();
 const theirs = protoServices();
@@ -59,7 +59,7 @@ describe('CSI services', () => {
     expect(JSON.parse(r.stdout)).toEqual({ pluginRegistered: true, error: 'a' });
   });
 
-  // The server (agent/csi/grpc.ts) speaks unary calls only: every rpc of these services must be one.
+  // The server (agent/files/csi/grpc.ts) speaks unary calls only: every rpc of these services must be one.
   it.each(services)('%s serves the .proto\'s rpcs at their paths, all unary', (s) => {
     const paths = (def: Record<string, { path: string }>) => Object.entries(def).map(([rpc, m]) => [rpc, m.path]).sort();
     expect(paths(ours[s])).toEqual(paths(theirs[s]));

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { joinUnder } from '../../../agent/volume/dirfd.ts';
+import { joinUnder } from '../../../../agent/files/volume/dirfd.ts';
 
 describe('joinUnder', () => {
   it.each<[string, string[]]>([

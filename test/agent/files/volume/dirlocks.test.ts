@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DirLocks } from '../../../agent/volume/dirlocks.ts';
+import { DirLocks } from '../../../../agent/files/volume/dirlocks.ts';
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 

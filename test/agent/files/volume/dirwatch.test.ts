@@ -1,9 +1,9 @@
 import { mkdirSync, rmSync, symlinkSync, watch as fsWatch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { VolumeDirWatcher } from '../../../agent/volume/dirwatch.ts';
-import { tmpDir } from '../../support/tmpdir.ts';
-import { waitFor } from '../../../localcluster/wait.ts';
+import { VolumeDirWatcher } from '../../../../agent/files/volume/dirwatch.ts';
+import { tmpDir } from '../../../support/tmpdir.ts';
+import { waitFor } from '../../../../localcluster/wait.ts';
 
 const open: VolumeDirWatcher[] = [];
 afterEach(async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DiskClaims } from '../../../agent/volume/diskclaims.ts';
+import { DiskClaims } from '../../../../agent/files/volume/diskclaims.ts';
 
 describe('DiskClaims', () => {
   it('lets an ordinary pod use its own UID and a lone mirror pod use its mirror value', () => {

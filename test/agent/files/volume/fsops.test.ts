@@ -3,8 +3,8 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { constants as C } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { inlineOps, threadPoolOps, type FsOps } from '../../../agent/volume/fsops.ts';
-import { tmpDir } from '../../support/tmpdir.ts';
+import { inlineOps, threadPoolOps, type FsOps } from '../../../../agent/files/volume/fsops.ts';
+import { tmpDir } from '../../../support/tmpdir.ts';
 
 const SETS: [string, FsOps][] = [['inline', inlineOps], ['thread pool', threadPoolOps]];
 const code = (p: Promise<unknown>) => p.then(() => 'ok', (err: NodeJS.ErrnoException) => err.code);

@@ -1,7 +1,7 @@
 // The writer's step 3a decision on its own: which files with a KeepRule stay, given what is in place.
 import { describe, expect, it } from 'vitest';
-import { keptGroups, type InPlace } from '../../../agent/volume/keeprules.ts';
-import type { KeepRule, ProjectedFile } from '../../../projections/index.ts';
+import { keptGroups, type InPlace } from '../../../../agent/files/volume/keeprules.ts';
+import type { KeepRule, ProjectedFile } from '../../../../projections/index.ts';
 
 const rule = (group: string, prefix: string, matches?: KeepRule['matches']): KeepRule => ({ group, prefixes: [Buffer.from(prefix)], ...(matches ? { matches } : {}) });
 const f = (path: string, keep?: KeepRule): ProjectedFile => ({ path, bytes: Buffer.from('new'), mode: 0o644, ...(keep ? { keep } : {}) });

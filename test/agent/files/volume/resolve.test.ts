@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { diskUID, parseVolumeList, resolveVolumes, MAX_VOLUMES_PER_POD } from '../../../agent/volume/resolve.ts';
-import { pod } from '../../support/fixtures.ts';
+import { diskUID, parseVolumeList, resolveVolumes, MAX_VOLUMES_PER_POD } from '../../../../agent/files/volume/resolve.ts';
+import { pod } from '../../../support/fixtures.ts';
 
 const ROOT = '/var/lib/kubelet';
 

@@ -5,11 +5,11 @@
 import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ProjectionError } from '../../../agent/common/errors.ts';
-import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../../agent/volume/writer.ts';
-import { ALL_FILE_NAMES, FILES } from '../../../projections/index.ts';
-import { allFiles, owner, pod } from '../../support/fixtures.ts';
-import { snapshot, tmpDir } from '../../support/tmpdir.ts';
+import { ProjectionError } from '../../../../agent/common/errors.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../../../agent/files/volume/writer.ts';
+import { ALL_FILE_NAMES, FILES } from '../../../../projections/index.ts';
+import { allFiles, owner, pod } from '../../../support/fixtures.ts';
+import { snapshot, tmpDir } from '../../../support/tmpdir.ts';
 
 const UID = '11111111-2222-4333-8444-555555555555';
 const COMPONENTS = ['pods', UID, 'volumes', 'kubernetes.io~csi', 'podinfo', 'mount'];

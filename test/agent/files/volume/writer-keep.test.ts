@@ -2,9 +2,9 @@
 import { lstatSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FsVolumeWriter, type VolumeTarget } from '../../../agent/volume/writer.ts';
-import type { KeepRule, ProjectedFile } from '../../../projections/index.ts';
-import { makeVolume, tmpDir } from '../../support/tmpdir.ts';
+import { FsVolumeWriter, type VolumeTarget } from '../../../../agent/files/volume/writer.ts';
+import type { KeepRule, ProjectedFile } from '../../../../projections/index.ts';
+import { makeVolume, tmpDir } from '../../../support/tmpdir.ts';
 
 const UID = '11111111-2222-4333-8444-555555555555';
 const rule = (...prefixes: string[]): KeepRule => ({ group: 'g', prefixes: prefixes.map((p) => Buffer.from(p)) });

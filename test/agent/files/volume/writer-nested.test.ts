@@ -6,11 +6,11 @@
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ProjectionError } from '../../../agent/common/errors.ts';
-import { FsVolumeWriter, type VolumeTarget } from '../../../agent/volume/writer.ts';
-import { inlineOps, threadPoolOps, type FsOps } from '../../../agent/volume/fsops.ts';
-import type { ProjectedFile } from '../../../projections/index.ts';
-import { tmpDir } from '../../support/tmpdir.ts';
+import { ProjectionError } from '../../../../agent/common/errors.ts';
+import { FsVolumeWriter, type VolumeTarget } from '../../../../agent/files/volume/writer.ts';
+import { inlineOps, threadPoolOps, type FsOps } from '../../../../agent/files/volume/fsops.ts';
+import type { ProjectedFile } from '../../../../projections/index.ts';
+import { tmpDir } from '../../../support/tmpdir.ts';
 
 const writer = new FsVolumeWriter();
 const file = (p: string, text = p, mode = 0o644): ProjectedFile => ({ path: p, bytes: Buffer.from(text), mode });

@@ -2,13 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ProjectionError } from '../../../agent/common/errors.ts';
-import { inlineOps, threadPoolOps, type FsOps } from '../../../agent/volume/fsops.ts';
-import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../../agent/volume/writer.ts';
-import { ALL_FILE_NAMES, FILES } from '../../../projections/index.ts';
-import { allFiles, owner, pod } from '../../support/fixtures.ts';
-import { startReader } from '../../support/reader.ts';
-import { makeVolume, snapshot, tmpDir } from '../../support/tmpdir.ts';
+import { ProjectionError } from '../../../../agent/common/errors.ts';
+import { inlineOps, threadPoolOps, type FsOps } from '../../../../agent/files/volume/fsops.ts';
+import { FsVolumeWriter, TEMP_PREFIX, type VolumeTarget } from '../../../../agent/files/volume/writer.ts';
+import { ALL_FILE_NAMES, FILES } from '../../../../projections/index.ts';
+import { allFiles, owner, pod } from '../../../support/fixtures.ts';
+import { startReader } from '../../../support/reader.ts';
+import { makeVolume, snapshot, tmpDir } from '../../../support/tmpdir.ts';
 
 const UID = '11111111-2222-4333-8444-555555555555';
 // Every test runs twice: with the thread-pool calls (disk-backed volume) and inline (tmpfs).
