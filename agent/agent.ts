@@ -19,9 +19,11 @@ import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
 import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
 import { AnnotationKeeper } from './annotations/keeper.ts';
-import { slimView, type PodView } from './files/podtable.ts';
+
 import { Reconciler } from './files/reconciler.ts';
 import { FsVolumeWriter, TEMP_PREFIX } from './files/volume/writer.ts';
+import { DRIVER_NAME } from '../projections/names.ts';
+import { slimView, type PodView } from './kube/podview.ts';
 
 export interface RunningAgent {
   /** Listening address of the health server (port resolved when 0 was asked for). */
@@ -63,7 +65,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     metrics,
     maxBytes: cfg.maxBytes,
     concurrency: cfg.concurrency,
-    ...(csiMod ? { csiDriver: csiMod.DRIVER_NAME } : {}),
+    ...(csiMod ? { csiDriver: DRIVER_NAME } : {}),
     owners,
     dirs: (on) => {
       const dirs = new VolumeDirWatcher(cfg.kubeletRoot, on, (err) => log.warn({ [F.err]: err }, 'directory watch error'),

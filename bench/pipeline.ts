@@ -16,9 +16,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { VolumeDirWatcher } from '../agent/files/volume/dirwatch.ts';
 import { AgentMetrics } from '../agent/monitoring/metrics.ts';
-import type { PodView } from '../agent/files/podtable.ts';
+
 import { Reconciler } from '../agent/files/reconciler.ts';
 import { FsVolumeWriter } from '../agent/files/volume/writer.ts';
+import { type PodView } from '../agent/kube/podview.ts';
 
 // Numbers are sizes; "watch" or "none" runs only that watcher (one per process gives
 // clean RSS figures: RSS does not shrink back between runs in one process).

@@ -19,39 +19,18 @@ import { isSettled, renderChainJson, unsettledEndOfChainJson, UNSETTLED_END_NAME
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { controllerOf, otelResourceAttributes, unresolved, workloadOf } from './workload.ts';
 import type { OwnerReference } from './types.ts';
-
-export const ANNOTATIONS = {
-  ownerReferences: 'ownerrefs.dev/owner-references',
-  chain: 'ownerrefs.dev/controller-chain',
-  workload: 'ownerrefs.dev/workload-owner-references',
-  node: 'ownerrefs.dev/node-owner-references',
-  workloadKind: 'ownerrefs.dev/workload-kind',
-  workloadName: 'ownerrefs.dev/workload-name',
-  workloadUid: 'ownerrefs.dev/workload-uid',
-  controllerKind: 'ownerrefs.dev/controller-kind',
-  controllerName: 'ownerrefs.dev/controller-name',
-  controllerUid: 'ownerrefs.dev/controller-uid',
-  otel: 'ownerrefs.dev/otel-resource-attributes',
-} as const;
-export type AnnotationName = keyof typeof ANNOTATIONS;
-export type AnnotationKey = (typeof ANNOTATIONS)[AnnotationName];
-export const ANNOTATION_KEYS: readonly AnnotationKey[] = Object.values(ANNOTATIONS);
+import { ANNOTATION_KEYS, ANNOTATION_VOLUME, ANNOTATIONS, annotationField, EXTENSION_FIELDS, OWNER_REFERENCES_FIELD, type AnnotationKey } from './names.ts';
 
 /** The annotations whose value comes from the controller chain (walked: owners are read). */
 export const CHAIN_KEYS: ReadonlySet<AnnotationKey> = new Set([ANNOTATIONS.chain, ANNOTATIONS.workload, ANNOTATIONS.workloadKind, ANNOTATIONS.workloadName,
   ANNOTATIONS.workloadUid, ANNOTATIONS.otel]);
 
-/** The field path that reads annotation `key` (what the API server accepts, in env and in volumes). */
-export function annotationField(key: string): string {
-  return `metadata.annotations['${key}']`;
-}
-
 /** Field paths the API server refuses, each with the annotation the webhook points it at. */
 export const REWRITTEN_FIELDS: Readonly<Record<string, AnnotationKey>> = {
-  'metadata.ownerReferences': ANNOTATIONS.ownerReferences,
-  'ownerrefs.dev/controllerChain': ANNOTATIONS.chain,
-  'ownerrefs.dev/workloadOwnerReferences': ANNOTATIONS.workload,
-  'ownerrefs.dev/nodeOwnerReferences': ANNOTATIONS.node,
+  [OWNER_REFERENCES_FIELD]: ANNOTATIONS.ownerReferences,
+  [EXTENSION_FIELDS.chain]: ANNOTATIONS.chain,
+  [EXTENSION_FIELDS.workload]: ANNOTATIONS.workload,
+  [EXTENSION_FIELDS.node]: ANNOTATIONS.node,
 };
 
 /** Every field path that reads one of our annotations, with its key. */
@@ -67,7 +46,7 @@ export function annotationRead(fieldPath: unknown): AnnotationKey | undefined {
 export function unknownAnnotationRead(fieldPath: unknown): string | undefined {
   if (typeof fieldPath !== 'string') return undefined;
   const m = /^metadata\.annotations\['(ownerrefs\.dev\/[^']*)'\]$/.exec(fieldPath);
-  return m && !READ_FIELDS.has(fieldPath) && m[1] !== 'ownerrefs.dev/volume' ? m[1] : undefined;
+  return m && !READ_FIELDS.has(fieldPath) && m[1] !== ANNOTATION_VOLUME ? m[1] : undefined;
 }
 
 type Json = Record<string, unknown>;

@@ -19,14 +19,8 @@ import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { describe } from './describe.ts';
 import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rational } from './quantity.ts';
 import type { KeepRule, OwnerReference, ProjectedFile } from './types.ts';
+import { EXTENSION_FIELDS, OWNER_REFERENCES_FIELD } from './names.ts';
 
-export const OWNER_REFERENCES_FIELD = 'metadata.ownerReferences';
-/** Beyond the KEP: the files of chain.ts under field paths of our own. */
-export const EXTENSION_FIELDS = {
-  chain: 'ownerrefs.dev/controllerChain',
-  workload: 'ownerrefs.dev/workloadOwnerReferences',
-  node: 'ownerrefs.dev/nodeOwnerReferences',
-} as const;
 /** Field paths only the agent serves (the API server knows none of them). */
 const AGENT_FIELDS: readonly string[] = [OWNER_REFERENCES_FIELD, ...Object.values(EXTENSION_FIELDS)];
 /** What the API server defaults defaultMode to (0644). */
@@ -34,7 +28,7 @@ export const DEFAULT_MODE = 0o644;
 /** Bounds on hostile input; the kubelet's own limits are 4096 bytes per path, 255 per name. */
 export const MAX_ITEMS = 128;
 const MAX_PATH = 4096;
-/** Names the agent's writer uses for its temporaries (agent/volume/writer.ts); no item may use them. */
+/** Names the agent's writer uses for its temporaries (agent/files/volume/writer.ts); no item may use them. */
 export const RESERVED_NAME_PREFIX = '.ownerrefs-tmp.';
 const MAX_NAME = 255;
 /**

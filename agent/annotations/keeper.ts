@@ -19,7 +19,7 @@
 //      on the pod and a log line. A value in place is never removed or blanked here.
 
 import type { Logger } from 'pino';
-import { annotationChanges, annotationsRead, CHAIN_KEYS, type AnnotationKey } from '../../projections/annotations.ts';
+import { annotationChanges, annotationsRead, CHAIN_KEYS } from '../../projections/annotations.ts';
 import type { NodeRef } from '../../projections/chain.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS } from '../common/defaults.ts';
@@ -32,8 +32,10 @@ import type { ReflectorHandler } from '../kube/reflectorcontract.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { OwnerFollowing } from '../owners/following.ts';
-import type { PodView } from '../files/podtable.ts';
+
 import { WorkQueue } from '../common/queue.ts';
+import { type AnnotationKey } from '../../projections/names.ts';
+import { type PodView } from '../kube/podview.ts';
 
 export const REASON_ANNOTATION_FAILED = 'OwnerRefsAnnotationFailed';
 

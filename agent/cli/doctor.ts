@@ -13,6 +13,7 @@ import type { ApiClient } from '../kube/client.ts';
 import { ApiError } from '../kube/client.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { oneLine } from '../common/validation.ts';
+import { DRIVER_NAME } from '../../projections/names.ts';
 
 export type Verdict = 'OK' | 'FAIL' | 'WARN' | 'SKIP';
 export interface Finding {
@@ -37,7 +38,6 @@ export interface DoctorEnv {
   api: Pick<ApiClient, 'json'>;
 }
 
-const DRIVER = 'ownerrefs.dev';
 /** What the agent needs, and a few things it must not have (RBAC). */
 const NEEDED: readonly [verb: string, resource: string][] = [['list', 'pods'], ['watch', 'pods'], ['patch', 'pods'], ['get', 'nodes'], ['list', 'nodes'], ['watch', 'nodes'], ['create', 'events']];
 const FORBIDDEN: readonly [verb: string, resource: string][] = [['get', 'secrets'], ['update', 'pods'], ['delete', 'pods'], ['update', 'nodes'], ['create', 'pods']];
@@ -96,7 +96,7 @@ async function csi(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding[]> {
     : fail('CSI socket', `${cfg.csiSocket} is ${sock ? 'not a socket' : 'missing'}: the agent is not serving the CSI driver here. Is it running with this --csi-socket, ` +
       'and is the plugin directory mounted at the same path as on the host (the kubelet dials the path the agent registers)?'));
   if (cfg.registrationDir) {
-    const reg = path.join(cfg.registrationDir, `${DRIVER}-reg.sock`);
+    const reg = path.join(cfg.registrationDir, `${DRIVER_NAME}-reg.sock`);
     const st = await env.lstat(reg);
     out.push(st?.isSocket()
       ? ok('CSI registration socket', `${reg} is a socket`)
@@ -105,20 +105,20 @@ async function csi(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding[]> {
   }
   out.push(await apiCheck('CSI driver registered with the kubelet', async () => {
     const n = await env.api.json<{ spec?: { drivers?: { name: string; nodeID?: string }[] } }>('GET', `/apis/storage.k8s.io/v1/csinodes/${cfg.nodeName}`);
-    const d = n.spec?.drivers?.find((x) => x.name === DRIVER);
-    return d ? ok('CSI driver registered with the kubelet', `CSINode ${cfg.nodeName} lists ${DRIVER} (node ID ${d.nodeID ?? '?'})`)
-      : fail('CSI driver registered with the kubelet', `CSINode ${cfg.nodeName} does not list ${DRIVER}: the kubelet has not registered the driver. ` +
+    const d = n.spec?.drivers?.find((x) => x.name === DRIVER_NAME);
+    return d ? ok('CSI driver registered with the kubelet', `CSINode ${cfg.nodeName} lists ${DRIVER_NAME} (node ID ${d.nodeID ?? '?'})`)
+      : fail('CSI driver registered with the kubelet', `CSINode ${cfg.nodeName} does not list ${DRIVER_NAME}: the kubelet has not registered the driver. ` +
         'Check the kubelet log for "plugin_watcher" and "RegisterPlugin" lines; the registration socket must be in the kubelet\'s plugins_registry.');
   }));
   out.push(await apiCheck('CSIDriver object', async () => {
-    const d = await env.api.json<{ spec?: Record<string, unknown> }>('GET', `/apis/storage.k8s.io/v1/csidrivers/${DRIVER}`);
+    const d = await env.api.json<{ spec?: Record<string, unknown> }>('GET', `/apis/storage.k8s.io/v1/csidrivers/${DRIVER_NAME}`);
     const want = { attachRequired: false, podInfoOnMount: true, fsGroupPolicy: 'None' };
     const wrong = Object.entries(want).filter(([k, v]) => d.spec?.[k] !== v).map(([k, v]) => `${k} should be ${String(v)}`);
     const modes = d.spec?.volumeLifecycleModes as string[] | undefined;
     if (!modes?.includes('Ephemeral')) wrong.push('volumeLifecycleModes should include Ephemeral');
-    return wrong.length === 0 ? ok('CSIDriver object', `${DRIVER} matches what the agent serves`)
-      : fail('CSIDriver object', `${DRIVER} differs from what the agent serves: ${wrong.join('; ')}. Re-apply the CSIDriver from daemonset.yaml (or the chart).`);
-  }, `The CSIDriver ${DRIVER} does not exist: apply it from daemonset.yaml (or the chart with csi.enabled=true); without it the kubelet never calls the driver.`));
+    return wrong.length === 0 ? ok('CSIDriver object', `${DRIVER_NAME} matches what the agent serves`)
+      : fail('CSIDriver object', `${DRIVER_NAME} differs from what the agent serves: ${wrong.join('; ')}. Re-apply the CSIDriver from daemonset.yaml (or the chart).`);
+  }, `The CSIDriver ${DRIVER_NAME} does not exist: apply it from daemonset.yaml (or the chart with csi.enabled=true); without it the kubelet never calls the driver.`));
   return out;
 }
 

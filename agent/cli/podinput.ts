@@ -7,7 +7,7 @@
 import { open } from 'node:fs/promises';
 import { parseQuantity } from '../../projections/quantity.ts';
 import { readYamlDocuments, YamlDocumentError } from './kubectlyaml.ts';
-import type { PodView } from '../files/podtable.ts';
+import { type PodView } from '../kube/podview.ts';
 
 export class InputError extends Error {
   override name = 'InputError';

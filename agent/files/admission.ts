@@ -9,8 +9,10 @@ import { describe } from '../common/validation.ts';
 import type { NodeSettings } from '../kube/nodeconfig.ts';
 import { checkSource, DownwardAPIError, renderDownwardAPI, type DownwardAPISource, type ResourceList } from '../../projections/downwardapi.ts';
 import { FILES, ownersOf, project, type OwnerReference, type ProjectedFile, type ProjectionContext } from '../../projections/index.ts';
-import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE, optedIn, resolveVolumes, usesCsiDriver, type ResolvedVolume } from './volume/resolve.ts';
-import type { PodView } from './podtable.ts';
+import { optedIn, resolveVolumes, usesCsiDriver, type ResolvedVolume } from './volume/resolve.ts';
+
+import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE } from '../../projections/names.ts';
+import { type PodView } from '../kube/podview.ts';
 
 export interface AdmissionOptions {
   kubeletRoot: string;

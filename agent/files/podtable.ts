@@ -11,27 +11,14 @@
 
 import { createHash } from 'node:crypto';
 import type { ProjectionError } from '../common/errors.ts';
-import type { DownwardPod } from '../../projections/downwardapi.ts';
 import type { InvolvedObject } from '../kube/events.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
-import type { OwnerReference, PodMeta, ProjectedFile } from '../../projections/index.ts';
+import type { OwnerReference, ProjectedFile } from '../../projections/index.ts';
 import type { DirWatcher } from './volume/dirwatch.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE, type PodVolumesView, type ResolvedVolume } from './volume/resolve.ts';
-import { annotationRead, annotationsRead } from '../../projections/annotations.ts';
+import type { ResolvedVolume } from './volume/resolve.ts';
 import type { VolumeTarget } from './volume/writer.ts';
 import { joinUnder } from './volume/dirfd.ts';
-
-/** What the annotation keeper reads of a container: its env entries' fieldRefs. */
-interface EnvView { name?: string; resources?: unknown; env?: readonly { valueFrom?: { fieldRef?: { fieldPath?: string } | null } | null }[] | null }
-
-/** The parts of a pod object the agent reads. */
-export type PodView = PodMeta & PodVolumesView & DownwardPod & {
-  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; deletionTimestamp?: string } | undefined;
-  spec?: { nodeName?: string; containers?: readonly EnvView[] | null; initContainers?: readonly EnvView[] | null; ephemeralContainers?: readonly EnvView[] | null } | undefined;
-  status?: { phase?: string } | undefined;
-};
-
-type ContainerResources = NonNullable<NonNullable<DownwardPod['spec']>['containers']>[number]['resources'];
+import { slimView, type PodView } from '../kube/podview.ts';
 
 /** A volume's own files (downwardAPI items) and their fingerprint, or why they are refused. */
 export type VolumeFiles = { files: readonly ProjectedFile[]; fingerprint: string } | { refused: ProjectionError };
@@ -295,40 +282,4 @@ function fingerprintOf(files: readonly ProjectedFile[]): string {
   const h = createHash('sha256');
   for (const f of files) h.update(`${f.path}\0${f.mode}\0${f.bytes.length}\0`).update(f.bytes);
   return h.digest('base64');
-}
-
-/**
- * The parts of a pod the agent reads; the watch object itself (status and all) is not kept.
- * For the files: labels, annotations and container resources only when a volume's items may
- * read them. For the annotation keeper (annotationkeeper.ts): the annotations of ours the pod's
- * spec reads (no other: a pod author's own ownerrefs.dev/ keys are not held), the env
- * entries that read one of them, the resourceVersion, the phase and whether it is being
- * deleted. Upserting the view is upserting the pod: a revisit upserts it again, and a
- * streamed first list holds only views until it is complete.
- */
-export function slimView(pod: PodView): PodView {
-  const a = pod.metadata?.annotations ?? {};
-  const items = (pod.spec?.volumes ?? []).some((v) => v.csi?.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] !== undefined);
-  // Only what is read: any author can park up to 256 KiB of annotations on a pod, and this view
-  // is held for every pod of the node.
-  const keep = [ANNOTATION_MIRROR, ANNOTATION_VOLUME, ...annotationsRead(pod.spec)].filter((k) => a[k] !== undefined);
-  const containers = (cs: readonly (EnvView & { name?: string; resources?: unknown })[] | null | undefined, resources: boolean) => cs?.map((c) => {
-    const env = c.env?.filter((e) => annotationRead(e.valueFrom?.fieldRef?.fieldPath) !== undefined);
-    return { name: c.name, ...(resources ? { resources: c.resources as ContainerResources } : {}), ...(env?.length ? { env } : {}) };
-  });
-  return {
-    metadata: {
-      name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid, resourceVersion: pod.metadata?.resourceVersion,
-      ...(pod.metadata?.deletionTimestamp ? { deletionTimestamp: pod.metadata.deletionTimestamp } : {}),
-      annotations: items ? pod.metadata?.annotations : Object.fromEntries(keep.map((k) => [k, a[k]!])),
-      ...(items ? { labels: pod.metadata?.labels } : {}),
-      ownerReferences: pod.metadata?.ownerReferences,
-    },
-    spec: {
-      volumes: pod.spec?.volumes,
-      containers: containers(pod.spec?.containers, items), initContainers: containers(pod.spec?.initContainers, items),
-      ephemeralContainers: containers(pod.spec?.ephemeralContainers, false),
-    },
-    ...(pod.status?.phase ? { status: { phase: pod.status.phase } } : {}),
-  };
 }

@@ -24,13 +24,13 @@ import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import { WorkQueue } from '../common/queue.ts';
-import { PodTable, dirOf, fingerprintFor, podKey, refusedIn, slimView, type PodView, type Tracked } from './podtable.ts';
+import { PodTable, dirOf, fingerprintFor, podKey, refusedIn, type Tracked } from './podtable.ts';
 import type { ResourceList } from '../../projections/downwardapi.ts';
 import type { NodeRef } from '../../projections/index.ts';
 import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
 import { OwnerFollowing } from '../owners/following.ts';
 import { FailureReporter } from './reporter.ts';
-import { ANNOTATION_MIRROR, diskUID, optedIn, usesCsiDriver } from './volume/resolve.ts';
+import { diskUID, optedIn, usesCsiDriver } from './volume/resolve.ts';
 import { CONCURRENCY, FIRST_STATE_SLICE, MAX_BYTES } from '../common/defaults.ts';
 import { SelfHeal } from './selfheal.ts';
 import { Slices } from './slices.ts';
@@ -38,6 +38,8 @@ import { Slices } from './slices.ts';
 /** Deleted pods remembered, so that a late view of one is not tracked again (a few KiB). */
 const DELETED_REMEMBERED = 4_096;
 import type { VolumeTarget, VolumeWriter } from './volume/writer.ts';
+import { ANNOTATION_MIRROR } from '../../projections/names.ts';
+import { slimView, type PodView } from '../kube/podview.ts';
 
 export interface ReconcilerOptions {
   /** Absolute (config.ts resolves it): directory events and the pod table compare paths below it. */

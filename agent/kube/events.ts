@@ -14,6 +14,7 @@ import { realClock, type Clock } from '../common/clock.ts';
 import { EVENT_IN_FLIGHT, EVENT_LIMIT, EVENT_QUEUE, EVENT_RETRY_MS, EVENT_TRIES } from '../common/defaults.ts';
 import { errnoOf } from '../common/errors.ts';
 import { ApiError, type ApiClient } from './client.ts';
+import { EVENT_COMPONENT } from '../../projections/names.ts';
 
 export const REASON_PROJECTION_FAILED = 'OwnerRefsProjectionFailed';
 export const REASON_INVALID_NODE_LABEL = 'OwnerRefsInvalidNodeLabel';
@@ -136,7 +137,7 @@ export class ApiEventSink implements EventSink {
       reason,
       message,
       source: { component: 'ownerrefs-agent', host: this.#node },
-      reportingComponent: 'ownerrefs.dev/agent',
+      reportingComponent: EVENT_COMPONENT,
       reportingInstance: this.#node,
       firstTimestamp: now,
       lastTimestamp: now,

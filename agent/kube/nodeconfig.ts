@@ -2,6 +2,7 @@
 // Pure: labels + the last good settings -> new settings and complaints.
 
 import type { ProjectionOptions } from '../../projections/index.ts';
+import { NODE_LABEL, PREFIX } from '../../projections/names.ts';
 
 export interface NodeSettings extends ProjectionOptions {
   /** Stop projecting on this node; files stay exactly as they are. */
@@ -17,13 +18,13 @@ interface LabelSpec {
 
 /** The label table, with what each does; docs/reference/node-labels.md is generated from it. */
 export const NODE_LABELS: readonly LabelSpec[] = [
-  { label: 'ownerrefs.dev/paused', key: 'paused', default: false,
+  { label: NODE_LABEL.paused, key: 'paused', default: false,
     doc: 'stop projecting on this node; files stay exactly as they are (no updates, no self-heal). Unpausing verifies and updates every volume' },
-  { label: 'ownerrefs.dev/env-file', key: 'envFile', default: true, doc: 'write ownerReferences.env; turning it off removes the file the agent wrote' },
-  { label: 'ownerrefs.dev/dependents-file', key: 'dependentsFile', default: true, doc: 'write dependentOwnerReferences; turning it off removes the file the agent wrote' },
-  { label: 'ownerrefs.dev/node-file', key: 'nodeFile', default: true,
+  { label: NODE_LABEL.envFile, key: 'envFile', default: true, doc: 'write ownerReferences.env; turning it off removes the file the agent wrote' },
+  { label: NODE_LABEL.dependentsFile, key: 'dependentsFile', default: true, doc: 'write dependentOwnerReferences; turning it off removes the file the agent wrote' },
+  { label: NODE_LABEL.nodeFile, key: 'nodeFile', default: true,
     doc: 'write nodeOwnerReferences (the pod\'s Node as an owner); turning it off removes the file the agent wrote' },
-  { label: 'ownerrefs.dev/follow-owners', key: 'followOwners', default: false,
+  { label: NODE_LABEL.followOwners, key: 'followOwners', default: false,
     doc: 'write the files controllerChain and workloadOwnerReferences, reading owners\' metadata (the workload annotations are kept current on every node); needs rbac-follow-owners.yaml applied (without it the chains end Forbidden and the Node gets a Warning Event). Turning it off removes both files' },
 ];
 
@@ -70,7 +71,6 @@ export function settingsFromLabels(
   return { settings, invalid };
 }
 
-const PREFIX = 'ownerrefs.dev/';
 
 /** A label name without case or separators, to catch followOwners for follow-owners. */
 function squash(label: string): string {

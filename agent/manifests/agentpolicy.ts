@@ -1,3 +1,4 @@
+import { ANNOTATION_KEYS } from '../../projections/names.ts';
 // The ValidatingAdmissionPolicy that bounds the agent's one write privilege, `patch pods`,
 // the way NodeRestriction bounds a kubelet: the agent's ServiceAccount may change nothing of
 // a pod but the ownerrefs.dev annotations it keeps (projections/annotations.ts), and only on
@@ -6,8 +7,6 @@
 // pod, as the DaemonSet pod's projected token is; a token bound to nothing carries no node,
 // and is refused. Built here so that the chart's template and the tests agree on one object
 // (scripts/gen-manifests.ts writes the template; a test compares them).
-
-import { ANNOTATION_KEYS } from '../../projections/annotations.ts';
 
 export const AGENT_POLICY_NAME = 'ownerrefs-agent.ownerrefs.dev';
 export const AGENT_SERVICE_ACCOUNT = 'ownerrefs-agent';

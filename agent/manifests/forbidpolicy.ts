@@ -14,13 +14,11 @@
 // patches, finalizer removals, scaling, the agent's annotation patch); the pods they would
 // create are refused. Off unless installed (the chart's forbidReading.enabled).
 
-import { DRIVER_NAME } from '../files/csi/driver.ts';
-import { ANNOTATION_VOLUME } from '../files/volume/resolve.ts';
-import { ANNOTATION_KEYS, annotationField, REWRITTEN_FIELDS } from '../../projections/annotations.ts';
+import { REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 import { specUses } from '../webhook/registration.ts';
+import { ANNOTATION_KEYS, ANNOTATION_VOLUME, annotationField, DRIVER_NAME, FORBID_LABEL } from '../../projections/names.ts';
 
 export const FORBID_POLICY_NAME = 'forbid-reading-owners.ownerrefs.dev';
-export const FORBID_LABEL = 'ownerrefs.dev/forbid-reading-owners';
 
 const READS = [...Object.keys(REWRITTEN_FIELDS), ...ANNOTATION_KEYS.map(annotationField)];
 

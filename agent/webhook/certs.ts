@@ -35,6 +35,7 @@ import { createPrivateKey, createPublicKey, X509Certificate, webcrypto, type Key
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import { ApiError, type ApiClient } from '../kube/client.ts';
+import { RETIRING_ANNOTATION } from '../../projections/names.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -51,7 +52,6 @@ export const CHECK_MS = 60_000;
  */
 export const RETIRE_MS = 15 * 60_000;
 /** On the Secret: the SHA-256 fingerprints of the CAs in ca.crt that a new CA replaced. */
-export const RETIRING_ANNOTATION = 'ownerrefs.dev/retiring-cas';
 /** Certificates are valid from this long before they are made (replicas' clocks differ). */
 const BACKDATE_MS = 3_600_000;
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;

@@ -8,11 +8,12 @@
 //   CronJob                                spec.jobTemplate.spec.template.spec
 //   PodTemplate                            template.spec
 
-import { annotationsRead, annotationValue, CHAIN_KEYS, type AnnotationKey } from '../../projections/annotations.ts';
+import { annotationsRead, annotationValue, CHAIN_KEYS } from '../../projections/annotations.ts';
 import type { ControllerChain } from '../../projections/chain.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
 import { pointer, rewriteSpec, usesKepSyntax, type PatchOp, type RewriteContext } from './podspec.ts';
+import { type AnnotationKey } from '../../projections/names.ts';
 
 /** Kind -> path of its pod spec. */
 export const POD_SPEC_PATHS: Readonly<Record<string, readonly string[]>> = {

@@ -9,8 +9,9 @@
 // items beside any other source. Nothing else changes: the API server then validates every
 // item as it validates any downward API item, and the kubelet renders it.
 
-import { ANNOTATION_KEYS, ANNOTATIONS, annotationField, annotationRead, fieldRefs, REWRITTEN_FIELDS, unknownAnnotationRead } from '../../projections/annotations.ts';
+import { annotationRead, fieldRefs, REWRITTEN_FIELDS, unknownAnnotationRead } from '../../projections/annotations.ts';
 import { describe } from '../common/validation.ts';
+import { ANNOTATION_KEYS, ANNOTATIONS, annotationField } from '../../projections/names.ts';
 
 export type PatchOp = { op: 'replace' | 'add'; path: string; value: unknown };
 

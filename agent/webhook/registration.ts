@@ -8,7 +8,8 @@
 // the rewrite the API server refuses the KEP syntax, and a pod admitted without its annotation
 // would start with an empty value.
 
-import { ANNOTATION_KEYS, annotationField, REWRITTEN_FIELDS } from '../../projections/annotations.ts';
+import { REWRITTEN_FIELDS } from '../../projections/annotations.ts';
+import { ANNOTATION_KEYS, annotationField } from '../../projections/names.ts';
 
 export const CONFIG_NAME = 'ownerrefs.dev';
 export const WEBHOOK_NAMESPACE = 'ownerrefs-system';

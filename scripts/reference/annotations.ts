@@ -3,14 +3,15 @@
 // annotation, and the webhook Secret's annotation.
 
 import { stringify } from 'yaml';
-import { ANNOTATION_VOLUME, MAX_VOLUMES_PER_POD } from '../../agent/files/volume/resolve.ts';
+import { MAX_VOLUMES_PER_POD } from '../../agent/files/volume/resolve.ts';
 import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
-import { RETIRE_MS, RETIRING_ANNOTATION } from '../../agent/webhook/certs.ts';
+import { RETIRE_MS } from '../../agent/webhook/certs.ts';
 import { WEBHOOK_FLAGS } from '../../agent/webhook/config.ts';
-import { ANNOTATIONS, annotationField, annotationValue, CHAIN_KEYS, REWRITTEN_FIELDS, type AnnotationKey } from '../../projections/annotations.ts';
+import { annotationValue, CHAIN_KEYS, REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 import { FILES } from '../../projections/index.ts';
 import { code, describeAll, header, table } from './common.ts';
 import { SAMPLE_CHAIN, SAMPLE_NODE, SAMPLE_OWNERS } from './sample.ts';
+import { ANNOTATION_VOLUME, RETIRING_ANNOTATION, ANNOTATIONS, annotationField, type AnnotationKey } from '../../projections/names.ts';
 
 const UNRESOLVED = '`(unresolved: REASON)` while the chain stops short of its top (REASON its end: [files](files.md#chain-end-reasons))';
 

@@ -7,13 +7,14 @@ import { RUN_FLAGS } from '../../agent/config.ts';
 import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
 import { RETRY_MAX_MS, RETRY_MS } from '../../agent/owners/ownermeta.ts';
 import { MAX_CHAIN } from '../../agent/owners/chain.ts';
-import { ANNOTATION_VOLUME } from '../../agent/files/volume/resolve.ts';
+
 import { CHAIN_END_REASONS, keepWhileUnsettled, type ChainEnd } from '../../projections/chain.ts';
-import { EXTENSION_FIELDS, OWNER_REFERENCES_FIELD } from '../../projections/downwardapi.ts';
+
 import { ENV_VAR_NAME } from '../../projections/env.ts';
 import { FILE_MODE, FILES, project, type ProjectionOptions } from '../../projections/index.ts';
 import { block, code, describeAll, header, seconds, sentence, table } from './common.ts';
 import { SAMPLE_CHAIN, SAMPLE_NODE, SAMPLE_POD } from './sample.ts';
+import { ANNOTATION_VOLUME, EXTENSION_FIELDS, OWNER_REFERENCES_FIELD } from '../../projections/names.ts';
 
 interface FileDoc {
   /** The node setting that turns the file on or off; none: always written. */

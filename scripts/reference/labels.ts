@@ -3,8 +3,9 @@
 
 import { REASON_INVALID_NODE_LABEL } from '../../agent/kube/events.ts';
 import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
-import { FORBID_LABEL, FORBID_POLICY_NAME } from '../../agent/manifests/forbidpolicy.ts';
+import { FORBID_POLICY_NAME } from '../../agent/manifests/forbidpolicy.ts';
 import { code, header, sentence, table } from './common.ts';
+import { FORBID_LABEL } from '../../projections/names.ts';
 
 export function nodeLabelsPage(): string {
   const follow = NODE_LABELS.find((l) => l.key === 'followOwners')!.label;

@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ANNOTATION_KEYS } from '../../projections/annotations.ts';
+
 import { tmpDir } from '../support/tmpdir.ts';
+import { ANNOTATION_KEYS } from '../../projections/names.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 const PLUGIN = path.join(ROOT, 'kubectl-plugin', 'kubectl-ownerrefs');

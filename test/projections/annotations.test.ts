@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { annotationChanges, annotationField, annotationRead, annotationsRead, ANNOTATIONS, unknownAnnotationRead } from '../../projections/annotations.ts';
+import { annotationChanges, annotationRead, annotationsRead, unknownAnnotationRead } from '../../projections/annotations.ts';
 import { renderChainJson, type ControllerChain } from '../../projections/chain.ts';
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import { KEP_OWNERS } from '../support/fixtures.ts';
+import { annotationField, ANNOTATIONS } from '../../projections/names.ts';
 
 const env = (fieldPath: string) => ({ name: 'E', valueFrom: { fieldRef: { fieldPath } } });
 const item = (fieldPath: string) => ({ path: 'p', fieldRef: { fieldPath } });

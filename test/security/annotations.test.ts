@@ -8,12 +8,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EMPTY_DIR_PLUGIN } from '../../agent/files/volume/resolve.ts';
 import { FILES, project } from '../../projections/index.ts';
-import type { PodView } from '../../agent/files/podtable.ts';
+
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 import { deepSnapshot } from './support.ts';
+import { type PodView } from '../../agent/kube/podview.ts';
 
 const FIX = {
   InvalidAnnotation: /set it to the name of an emptyDir volume/,

@@ -10,13 +10,14 @@ import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../agent/common/clock.ts';
 import type { ApiClient } from '../../agent/kube/client.ts';
 import { ApiEventSink } from '../../agent/kube/events.ts';
-import type { PodView } from '../../agent/files/podtable.ts';
+
 import { TEMP_PREFIX } from '../../agent/files/volume/writer.ts';
 import { FILES, project } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
 import { waitFor } from '../../localcluster/wait.ts';
+import { type PodView } from '../../agent/kube/podview.ts';
 
 interface Posted { path: string; body: { message: string; reason: string; involvedObject: { name: string } } }
 

@@ -7,13 +7,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { targetFor } from '../../agent/files/csi/paths.ts';
-import { ANNOTATION_MIRROR, EMPTY_DIR_PLUGIN } from '../../agent/files/volume/resolve.ts';
+import { EMPTY_DIR_PLUGIN } from '../../agent/files/volume/resolve.ts';
 import { FILES } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 import { deepSnapshot } from './support.ts';
+import { ANNOTATION_MIRROR } from '../../projections/names.ts';
 
 const mirrorPod = (mirror: string, name = 'mirror') =>
   pod({ name, annotations: { [ANNOTATION_MIRROR]: mirror }, owners: [owner({ name: 'evil-owner' })] });

@@ -8,12 +8,13 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProjectionError, type FailureReason } from '../../agent/common/errors.ts';
-import { ANNOTATION_MIRROR, EMPTY_DIR_PLUGIN, MAX_VOLUMES_PER_POD, resolveVolumes } from '../../agent/files/volume/resolve.ts';
+import { EMPTY_DIR_PLUGIN, MAX_VOLUMES_PER_POD, resolveVolumes } from '../../agent/files/volume/resolve.ts';
 import { isSafeComponent } from '../../agent/files/volume/dirfd.ts';
 import { FILES, project, type OwnerReference } from '../../projections/index.ts';
 import { agentKit } from '../support/agentkit.ts';
 import { pod } from '../support/fixtures.ts';
 import { buildOracle, goMarshal } from '../support/gooracle.ts';
+import { ANNOTATION_MIRROR } from '../../projections/names.ts';
 
 beforeAll(() => buildOracle(), 120_000);
 

@@ -6,10 +6,11 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../agent/kube/client.ts';
 import { Reflector } from '../../agent/kube/reflector.ts';
-import type { PodView } from '../../agent/files/podtable.ts';
+
 import { FILES, project } from '../../projections/index.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { waitFor } from '../../localcluster/wait.ts';
+import { type PodView } from '../../agent/kube/podview.ts';
 
 /** One watch stream the test writes raw bytes into. */
 class OneStream implements ApiClient {

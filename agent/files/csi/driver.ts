@@ -10,16 +10,16 @@
 import type { Logger } from 'pino';
 import { ProjectionError } from '../../common/errors.ts';
 import { F } from '../../monitoring/logfields.ts';
-import type { PodView } from '../podtable.ts';
+
 import { CSI_POD_WAIT_MS } from '../../common/defaults.ts';
 import { describe, isDns1123Label, isDns1123Subdomain } from '../../common/validation.ts';
-import { diskUID, DOWNWARD_API_ATTRIBUTE, usesCsiDriver } from '../volume/resolve.ts';
+import { diskUID, usesCsiDriver } from '../volume/resolve.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import type * as M from './messages.ts';
 import { parseTargetPath } from './paths.ts';
 import { RpcError } from './status.ts';
-
-export const DRIVER_NAME = 'ownerrefs.dev';
+import { DOWNWARD_API_ATTRIBUTE, DRIVER_NAME } from '../../../projections/names.ts';
+import { type PodView } from '../../kube/podview.ts';
 
 /** Pod-info keys the kubelet adds to the volume context when the CSIDriver has podInfoOnMount. */
 export const POD_INFO = {
@@ -72,7 +72,6 @@ export interface NodeDriverOptions {
   published?: ReadonlyMap<string, string>;
   vendorVersion?: string;
 }
-
 
 export class NodeDriver {
   readonly #o: NodeDriverOptions;

@@ -14,14 +14,14 @@ import { Counter, type Registry } from 'prom-client';
 import { ApiError, type ApiClient } from '../../kube/client.ts';
 import { F } from '../../monitoring/logfields.ts';
 import { KeyedRateLimiter } from '../../common/ratelimit.ts';
-import { DRIVER_NAME, NodeDriver, type FetchedPod, type PodTargets } from './driver.ts';
+import { NodeDriver, type FetchedPod, type PodTargets } from './driver.ts';
 import type { VolumeTarget } from '../volume/writer.ts';
 import { findPublished } from './restore.ts';
 import type { IdentityHandlers, NodeHandlers, RegistrationHandlers } from './messages.ts';
 import { serveUnix, type UnixServer } from './server.ts';
 import { loadServices } from './services.ts';
+import { DRIVER_NAME } from '../../../projections/names.ts';
 
-export { DRIVER_NAME } from './driver.ts';
 
 /** The CSI versions we speak, as the kubelet wants them in PluginInfo.supported_versions. */
 const SUPPORTED_VERSIONS = ['1.0.0'];

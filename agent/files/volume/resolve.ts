@@ -4,25 +4,13 @@
 import { ProjectionError } from '../../common/errors.ts';
 import { describe, isDns1123Label, isValidPodUID } from '../../common/validation.ts';
 import type { VolumeTarget } from './writer.ts';
+import type { PodVolumesView } from '../../kube/podview.ts';
+import { ANNOTATION_MIRROR, ANNOTATION_VOLUME } from '../../../projections/names.ts';
 
-export const ANNOTATION_VOLUME = 'ownerrefs.dev/volume';
-export const ANNOTATION_MIRROR = 'kubernetes.io/config.mirror';
 export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
-/** The CSI volume attribute that carries a downwardAPI source (by hand, or from an earlier webhook's rewrite). */
-export const DOWNWARD_API_ATTRIBUTE = 'downwardAPI';
 
 /** At most this many volumes per pod; more is refused as InvalidAnnotation. */
 export const MAX_VOLUMES_PER_POD = 8;
-
-export interface PodVolumesView {
-  metadata?: {
-    uid?: string | undefined;
-    annotations?: Record<string, string> | null | undefined;
-  } | undefined;
-  spec?: {
-    volumes?: readonly { name: string; emptyDir?: unknown; csi?: { driver?: string; volumeAttributes?: Record<string, string> | null } | null }[] | null | undefined;
-  } | undefined;
-}
 
 export interface ResolvedVolume {
   name: string;

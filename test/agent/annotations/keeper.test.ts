@@ -3,12 +3,13 @@ import { AnnotationKeeper, REASON_ANNOTATION_FAILED } from '../../../agent/annot
 import { ApiError } from '../../../agent/kube/client.ts';
 import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
-import type { PodView } from '../../../agent/files/podtable.ts';
+
 import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
 import type { OwnerReference } from '../../../projections/types.ts';
 import { memoryLogger, RecordingEvents } from '../../support/agentkit.ts';
 import { FakeClock } from '../../support/clock.ts';
 import { KEP_OWNERS } from '../../support/fixtures.ts';
+import { type PodView } from '../../../agent/kube/podview.ts';
 
 const O = 'ownerrefs.dev/owner-references';
 const N = 'ownerrefs.dev/node-owner-references';

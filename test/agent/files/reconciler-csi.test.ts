@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { targetFor } from '../../../agent/files/csi/paths.ts';
 import { VolumeDirWatcher } from '../../../agent/files/volume/dirwatch.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
-import type { PodView } from '../../../agent/files/podtable.ts';
+
 import { Reconciler } from '../../../agent/files/reconciler.ts';
 import { FsVolumeWriter, type VolumeWriter } from '../../../agent/files/volume/writer.ts';
 import { FILES } from '../../../projections/index.ts';
@@ -15,6 +15,7 @@ import { agentKit, memoryLogger, RecordingEvents } from '../../support/agentkit.
 import { owner, pod } from '../../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../../support/tmpdir.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
+import { type PodView } from '../../../agent/kube/podview.ts';
 
 const DRIVER = 'ownerrefs.dev';
 const csiVolume = (driver = DRIVER) => ({ name: 'podinfo', csi: { driver, readOnly: true } });

@@ -7,12 +7,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { targetFor } from '../../../agent/files/csi/paths.ts';
-import type { PodView } from '../../../agent/files/podtable.ts';
+
 import { renderDownwardAPI, type DownwardAPISource } from '../../../projections/downwardapi.ts';
 import { FILES } from '../../../projections/index.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
 import { agentKit } from '../../support/agentkit.ts';
 import { owner, pod } from '../../support/fixtures.ts';
+import { type PodView } from '../../../agent/kube/podview.ts';
 
 const DRIVER = 'ownerrefs.dev';
 const SOURCE: DownwardAPISource = {

@@ -3,7 +3,7 @@
 
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { targetFor } from '../../../agent/files/csi/paths.ts';
-import type { PodView } from '../../../agent/files/podtable.ts';
+
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
@@ -15,6 +15,7 @@ import { waitFor } from '../../../localcluster/wait.ts';
 import { agentKit, memoryLogger } from '../../support/agentkit.ts';
 import { owner, pod } from '../../support/fixtures.ts';
 import { makeVolume } from '../../support/tmpdir.ts';
+import { type PodView } from '../../../agent/kube/podview.ts';
 
 const RS = '/apis/apps/v1/namespaces/default/replicasets/web-5d8f';
 const DEP = '/apis/apps/v1/namespaces/default/deployments/web';

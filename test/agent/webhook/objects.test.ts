@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION_KEYS } from '../../../projections/annotations.ts';
+
 import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
 import { MAX_ANNOTATION_BYTES, mutate, POD_SPEC_PATHS } from '../../../agent/webhook/objects.ts';
 import { applyPatch } from '../../../agent/webhook/patch.ts';
 import { KEP_OWNERS, owner } from '../../support/fixtures.ts';
 import { kepEnv, kepPod, kepSpec, kepVolume, OWNERS_FIELD, workload, WORKLOAD_KINDS } from '../../support/podspecs.ts';
+import { ANNOTATION_KEYS } from '../../../projections/names.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

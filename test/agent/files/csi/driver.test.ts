@@ -10,13 +10,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startCsi, type RunningCsi } from '../../../../agent/files/csi/index.ts';
 import { ApiError } from '../../../../agent/kube/client.ts';
 import { DEFAULT_SETTINGS } from '../../../../agent/kube/nodeconfig.ts';
-import type { PodView } from '../../../../agent/files/podtable.ts';
+
 import { FILES, project } from '../../../../projections/index.ts';
 import { agentKit } from '../../../support/agentkit.ts';
 import { csiClient, DRIVER, kubeletPrepare } from '../../../support/csi.ts';
 import { owner, pod } from '../../../support/fixtures.ts';
 import { snapshot, tmpDir } from '../../../support/tmpdir.ts';
 import { waitFor } from '../../../../localcluster/wait.ts';
+import { type PodView } from '../../../../agent/kube/podview.ts';
 
 const NODE = 'node-a';
 const running: RunningCsi[] = [];
