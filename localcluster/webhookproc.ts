@@ -10,13 +10,13 @@ import path from 'node:path';
 import { AdmissionregistrationV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { AGENT_ENV } from '../agent/config.ts';
-import { webhookConfiguration } from '../agent/webhook/registration.ts';
+import { webhookConfiguration } from '../agent/manifests/webhookconfig.ts';
+import { WEBHOOK_NAMESPACE } from '../projections/names.ts';
 import { apply, serviceAccountKubeconfig } from './agentproc.ts';
 import { waitFor } from './wait.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'agent', 'main.ts');
-export const WEBHOOK_NAMESPACE = 'ownerrefs-system';
 
 /** Every object in webhook.yaml, as written. */
 export function webhookManifest(): KubernetesObject[] {

@@ -65,3 +65,8 @@ export const FORBID_LABEL = 'ownerrefs.dev/forbid-reading-owners';
 export const RETIRING_ANNOTATION = 'ownerrefs.dev/retiring-cas';
 /** The component that reports the agent's Events. */
 export const EVENT_COMPONENT = 'ownerrefs.dev/agent';
+
+/** The MutatingWebhookConfiguration, the namespace the webhook runs in, and the path it serves. */
+export const WEBHOOK_CONFIG_NAME = 'ownerrefs.dev';
+export const WEBHOOK_NAMESPACE = 'ownerrefs-system';
+export const MUTATE_PATH = '/mutate';

@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { REWRITTEN_FIELDS } from '../projections/annotations.ts';
-import { CONFIG_NAME, MUTATE_PATH, WEBHOOK_NAMESPACE } from '../agent/webhook/registration.ts';
+import { MUTATE_PATH, WEBHOOK_CONFIG_NAME, WEBHOOK_NAMESPACE } from '../projections/names.ts';
 import { ANNOTATIONS, annotationField } from '../projections/names.ts';
 
 export const CONCEPTS = path.join(import.meta.dirname, '..', 'docs', 'CONCEPTS.md');
@@ -25,7 +25,7 @@ export function dataPath(): string {
     '  autonumber',
     '  participant C as kubectl or a controller',
     '  participant A as kube-apiserver',
-    `  participant W as webhook ${CONFIG_NAME} (${WEBHOOK_NAMESPACE})`,
+    `  participant W as webhook ${WEBHOOK_CONFIG_NAME} (${WEBHOOK_NAMESPACE})`,
     '  participant G as agent on the pod\'s node',
     '  participant K as kubelet',
     '  participant P as container',

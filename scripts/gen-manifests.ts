@@ -3,7 +3,7 @@
 //   daemonset.yaml            the chart with its default values
 //   rbac-follow-owners.yaml   the chart's follow-owners template, switched on
 // the chart's webhook template from webhook.yaml (itself partly generated from
-// agent/webhook/registration.ts by scripts/gen-webhook-config.ts: run that first), and the
+// agent/manifests/webhookconfig.ts by scripts/gen-webhook-config.ts: run that first), and the
 // chart's agent-policy template from agent/manifests/agentpolicy.ts.
 //   node scripts/gen-manifests.ts
 import { execFileSync } from 'node:child_process';

@@ -1,16 +1,17 @@
 // Regenerates the MutatingWebhookConfiguration at the end of webhook.yaml from
-// agent/webhook/registration.ts (test/packaging/webhook-manifest.test.ts fails when they differ):
+// agent/manifests/webhookconfig.ts (test/packaging/webhook-manifest.test.ts fails when they differ):
 //   node scripts/gen-webhook-config.ts
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { MUTATE_PATH, webhookConfiguration } from '../agent/webhook/registration.ts';
+import { webhookConfiguration } from '../agent/manifests/webhookconfig.ts';
+import { MUTATE_PATH, WEBHOOK_NAMESPACE } from '../projections/names.ts';
 
-export const MARKER = '# Generated from agent/webhook/registration.ts';
+export const MARKER = '# Generated from agent/manifests/webhookconfig.ts';
 const file = path.join(import.meta.dirname, '..', 'webhook.yaml');
 
 export function generated(): string {
-  const cfg = webhookConfiguration({ service: { name: 'ownerrefs-webhook', namespace: 'ownerrefs-system', path: MUTATE_PATH, port: 443 } });
+  const cfg = webhookConfiguration({ service: { name: 'ownerrefs-webhook', namespace: WEBHOOK_NAMESPACE, path: MUTATE_PATH, port: 443 } });
   return stringify(cfg, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 

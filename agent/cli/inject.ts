@@ -9,10 +9,12 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
 import { displayName, oneLine } from '../common/validation.ts';
-import { mutate, POD_SPEC_PATHS } from '../webhook/objects.ts';
+import { mutate } from '../webhook/objects.ts';
+import { workloadKindNamed } from '../kube/workloadkinds.ts';
 import { applyPatch } from '../webhook/patch.ts';
 import { readYamlDocuments, writeYaml, YamlDocumentError } from './kubectlyaml.ts';
 import { decodeUtf8, InputError, readInput, yamlFailure } from './podinput.ts';
+import { ANNOTATIONS } from '../../projections/names.ts';
 
 export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
@@ -82,7 +84,7 @@ function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream
     });
     return { obj: { ...obj, items }, denied };
   }
-  if (!Object.hasOwn(POD_SPEC_PATHS, kind)) return { obj, denied: false };
+  if (!workloadKindNamed(kind)) return { obj, denied: false };
   const meta = isRecord(obj.metadata) ? obj.metadata : {};
   const name = `${kind} ${meta.namespace ? `${displayName(meta.namespace)}/` : ''}${displayName(meta.name ?? meta.generateName ?? '')}`;
   const m = mutate(kind, obj);
@@ -91,7 +93,7 @@ function injectObject(obj: unknown, where: string, stderr: NodeJS.WritableStream
     return { obj, denied: true };
   }
   for (const w of m.warnings) stderr.write(`${where} (${name}): warning: ${oneLine(w)}\n`);
-  if (kind === 'Pod' && m.changed.includes('annotation ownerrefs.dev/owner-references') && !Array.isArray(meta.ownerReferences)) {
+  if (kind === 'Pod' && m.annotations.includes(ANNOTATIONS.ownerReferences) && !Array.isArray(meta.ownerReferences)) {
     stderr.write(`${where} (${name}): warning: the manifest lists no ownerReferences, so its owners annotation says "items":[]; pods made by controllers carry theirs\n`);
   }
   return { obj: applyPatch(obj, m.patch), denied: false };

@@ -118,3 +118,9 @@ export const ANNOTATION_QPS = 20;
 export const ANNOTATION_BURST_FACTOR = 5;
 /** PATCHes of pod annotations in flight at once (each takes one of the client's plain sockets). */
 export const ANNOTATION_CONCURRENCY = 4;
+
+/**
+ * The API server's timeout for one call of the webhook (its configuration's timeoutSeconds);
+ * --owner-budget-ms stays under it.
+ */
+export const WEBHOOK_TIMEOUT_SECONDS = 5;

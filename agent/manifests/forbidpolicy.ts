@@ -15,27 +15,29 @@
 // create are refused. Off unless installed (the chart's forbidReading.enabled).
 
 import { REWRITTEN_FIELDS } from '../../projections/annotations.ts';
-import { specUses } from '../webhook/registration.ts';
 import { ANNOTATION_KEYS, ANNOTATION_VOLUME, annotationField, DRIVER_NAME, FORBID_LABEL } from '../../projections/names.ts';
+import { rulesByGroup, WORKLOAD_KINDS } from '../kube/workloadkinds.ts';
+import { celPath, celString, specUses } from './cel.ts';
+import { validatingPolicy } from './vap.ts';
 
 export const FORBID_POLICY_NAME = 'forbid-reading-owners.ownerrefs.dev';
 
 const READS = [...Object.keys(REWRITTEN_FIELDS), ...ANNOTATION_KEYS.map(annotationField)];
 
-/** Where each served kind keeps its pod template (a Pod is its own), as CEL on `r`, with the has() guards that reach it. */
-const TEMPLATES: readonly [kinds: readonly string[], guard: (r: string) => string, template: (r: string) => string][] = [
-  [['Pod'], (r) => `has(${r}.spec)`, (r) => r],
-  [['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'ReplicationController'],
-    (r) => `has(${r}.spec) && has(${r}.spec.template)`, (r) => `${r}.spec.template`],
-  [['CronJob'], (r) => `has(${r}.spec) && has(${r}.spec.jobTemplate) && has(${r}.spec.jobTemplate.spec) && has(${r}.spec.jobTemplate.spec.template)`,
-    (r) => `${r}.spec.jobTemplate.spec.template`],
-  [['PodTemplate'], (r) => `has(${r}.template)`, (r) => `${r}.template`],
-];
-
-/** CEL: the pod template of `root` (object or oldObject) as a list of zero or one {metadata, spec}. */
+/**
+ * CEL: the pod template of `root` (object or oldObject) as a list of zero or one {metadata, spec},
+ * one branch per place a pod spec lives (a Pod is its own template), each with the has()
+ * guards that reach it.
+ */
 function templateOf(root: string): string {
-  return TEMPLATES.reduceRight((rest, [kinds, guard, template]) =>
-    `(request.kind.kind in [${kinds.map((k) => `'${k}'`).join(', ')}] && ${guard(root)}) ? [dyn(${template(root)})] : ${rest}`, '[]');
+  const places = [...new Set(WORKLOAD_KINDS.map((w) => w.podSpec.join('.')))].map((at) => WORKLOAD_KINDS.filter((w) => w.podSpec.join('.') === at));
+  return places.reduceRight((rest, kinds) => {
+    const template = kinds[0]!.podSpec.slice(0, -1);
+    // A Pod is its own template: its branch is guarded by its spec.
+    const guarded = template.length > 0 ? template : kinds[0]!.podSpec;
+    const guard = guarded.map((_, i) => `has(${celPath(root, guarded.slice(0, i + 1))})`).join(' && ');
+    return `(request.kind.kind in [${kinds.map((w) => celString(w.kind)).join(', ')}] && ${guard}) ? [dyn(${celPath(root, template)})] : ${rest}`;
+  }, '[]');
 }
 
 /** The ways a pod template `t` reads its owners, each as CEL, with what the refusal says. */
@@ -57,40 +59,23 @@ const WAYS = {
 /** The policy and its binding: namespaces labelled `label=true` refuse objects whose pods would start reading their owners. */
 export function forbidReadingPolicy(label = FORBID_LABEL): Record<string, unknown>[] {
   const anyWay = (t: string) => Object.values(WAYS).map((w) => `(${w.test(t)})`).join(' || ');
-  return [{
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingAdmissionPolicy',
-    metadata: { name: FORBID_POLICY_NAME },
-    spec: {
-      failurePolicy: 'Fail',
-      matchConstraints: {
-        resourceRules: [
-          { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods', 'pods/ephemeralcontainers', 'replicationcontrollers', 'podtemplates'] },
-          { apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['deployments', 'replicasets', 'statefulsets', 'daemonsets'] },
-          { apiGroups: ['batch'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['jobs', 'cronjobs'] },
-        ],
-      },
-      // An UPDATE is checked only if the object read nothing before: what already reads its
-      // owners may still be patched (and its finalizers removed, so that it can be deleted).
-      matchConditions: [{
-        name: 'starts-reading-owners',
-        expression: `request.operation == 'CREATE' || !(${templateOf('oldObject')}).exists(t, ${anyWay('t')})`,
-      }],
-      variables: [{ name: 'template', expression: templateOf('object') }],
-      validations: Object.values(WAYS).map((w) => ({
-        expression: `!variables.template.exists(t, ${w.test('t')})`,
-        message: `this namespace forbids pods from reading their owners (KEP-4753, namespace label ${label}=true); this one reads them ${w.says}`,
-        reason: 'Forbidden',
-      })),
+  const operations = ['CREATE', 'UPDATE'];
+  return validatingPolicy(FORBID_POLICY_NAME, {
+    matchConstraints: {
+      resourceRules: rulesByGroup(WORKLOAD_KINDS, (w) => [w.resource, ...w.specSubresources.map((r) => `${w.resource}/${r}`)])
+        .map(({ apiGroups, apiVersions, resources }) => ({ apiGroups, apiVersions, operations, resources })),
     },
-  }, {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingAdmissionPolicyBinding',
-    metadata: { name: FORBID_POLICY_NAME },
-    spec: {
-      policyName: FORBID_POLICY_NAME,
-      validationActions: ['Deny'],
-      matchResources: { namespaceSelector: { matchLabels: { [label]: 'true' } } },
-    },
-  }];
+    // An UPDATE is checked only if the object read nothing before: what already reads its
+    // owners may still be patched (and its finalizers removed, so that it can be deleted).
+    matchConditions: [{
+      name: 'starts-reading-owners',
+      expression: `request.operation == 'CREATE' || !(${templateOf('oldObject')}).exists(t, ${anyWay('t')})`,
+    }],
+    variables: [{ name: 'template', expression: templateOf('object') }],
+    validations: Object.values(WAYS).map((w) => ({
+      expression: `!variables.template.exists(t, ${w.test('t')})`,
+      message: `this namespace forbids pods from reading their owners (KEP-4753, namespace label ${label}=true); this one reads them ${w.says}`,
+      reason: 'Forbidden',
+    })),
+  }, { namespaceSelector: { matchLabels: { [label]: 'true' } } });
 }

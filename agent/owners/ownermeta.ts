@@ -26,6 +26,7 @@ import type { ChainEnd, OwnerReference } from '../../projections/index.ts';
 import { Backoff, type Clock } from '../common/clock.ts';
 import { F } from '../monitoring/logfields.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
+import { WORKLOAD_KINDS } from '../kube/workloadkinds.ts';
 
 export interface FollowedKind {
   group: string;
@@ -36,15 +37,8 @@ export interface FollowedKind {
 }
 
 /** The built-in workload kinds: the default allow-list. */
-export const BUILTIN_KINDS: readonly FollowedKind[] = [
-  { group: 'apps', version: 'v1', kind: 'ReplicaSet', resource: 'replicasets' },
-  { group: 'apps', version: 'v1', kind: 'Deployment', resource: 'deployments' },
-  { group: 'apps', version: 'v1', kind: 'StatefulSet', resource: 'statefulsets' },
-  { group: 'apps', version: 'v1', kind: 'DaemonSet', resource: 'daemonsets' },
-  { group: 'batch', version: 'v1', kind: 'Job', resource: 'jobs' },
-  { group: 'batch', version: 'v1', kind: 'CronJob', resource: 'cronjobs' },
-  { group: '', version: 'v1', kind: 'ReplicationController', resource: 'replicationcontrollers' },
-];
+export const BUILTIN_KINDS: readonly FollowedKind[] = WORKLOAD_KINDS.filter((w) => w.owner)
+  .map(({ group, version, kind, resource }) => ({ group, version, kind, resource }));
 
 /** `group/version/Kind=resource`, comma-separated (e.g. argoproj.io/v1alpha1/Rollout=rollouts). */
 export function parseFollowKinds(flag: string): FollowedKind[] {

@@ -4,14 +4,15 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
 import { hostPort } from '../config.ts';
 import { parseFollowKinds, type FollowedKind } from '../owners/ownermeta.ts';
-import { TIMEOUT_SECONDS } from './registration.ts';
+import { WEBHOOK_TIMEOUT_SECONDS } from '../common/defaults.ts';
+import { WEBHOOK_CONFIG_NAME, WEBHOOK_NAMESPACE } from '../../projections/names.ts';
 
 /**
- * --owner-budget-ms stays under this: the API server gives the webhook TIMEOUT_SECONDS, and
+ * --owner-budget-ms stays under this: the API server gives the webhook WEBHOOK_TIMEOUT_SECONDS, and
  * with failurePolicy Fail a review that outlasts it refuses the pod. 500 ms are the rest of
  * the review's (the walk, the patch, the network).
  */
-export const MAX_OWNER_BUDGET_MS = TIMEOUT_SECONDS * 1000 - 500;
+export const MAX_OWNER_BUDGET_MS = WEBHOOK_TIMEOUT_SECONDS * 1000 - 500;
 
 export interface WebhookConfig {
   listenHost: string;
@@ -46,10 +47,10 @@ export const WEBHOOK_FLAGS = {
   'log-level': { env: 'LOG_LEVEL', def: 'info', help: 'trace, debug, info, warn, error or fatal' },
   'tls-cert-file': { env: 'OWNERREFS_TLS_CERT_FILE', def: '', help: 'serve this certificate (PEM; cert-manager\'s tls.crt); empty: self-managed CA in --secret' },
   'tls-key-file': { env: 'OWNERREFS_TLS_KEY_FILE', def: '', help: 'its private key (PEM; cert-manager\'s tls.key); both files are re-read when they change' },
-  namespace: { env: 'POD_NAMESPACE', def: 'ownerrefs-system', help: 'the webhook\'s namespace (the Secret lives here)' },
+  namespace: { env: 'POD_NAMESPACE', def: WEBHOOK_NAMESPACE, help: 'the webhook\'s namespace (the Secret lives here)' },
   service: { env: 'OWNERREFS_WEBHOOK_SERVICE', def: 'ownerrefs-webhook', help: 'the Service in front of the webhook: the certificate names it' },
   secret: { env: 'OWNERREFS_WEBHOOK_SECRET', def: 'ownerrefs-webhook-tls', help: 'self-managed mode: the Secret holding the CA and serving pair, which the webhook makes and renews' },
-  'webhook-config': { env: 'OWNERREFS_WEBHOOK_CONFIG', def: 'ownerrefs.dev', help: 'self-managed mode: the MutatingWebhookConfiguration whose caBundle is kept current' },
+  'webhook-config': { env: 'OWNERREFS_WEBHOOK_CONFIG', def: WEBHOOK_CONFIG_NAME, help: 'self-managed mode: the MutatingWebhookConfiguration whose caBundle is kept current' },
   'extra-san': { env: 'OWNERREFS_WEBHOOK_EXTRA_SAN', def: '', help: 'comma-separated extra DNS names or IPs for the self-managed certificate' },
   'owner-budget-ms': { env: 'OWNERREFS_OWNER_BUDGET_MS', def: '1000', help: 'a pod that reads its workload: the longest one admission waits for owner reads (then the values say Pending and the agent fills them in); under 4500, the API server\'s 5 s timeout less 500 ms' },
   'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: '60', help: 'read an owner in use again after this long' },
@@ -90,7 +91,7 @@ export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): Webh
   }
   const ownerBudgetMs = num('owner-budget-ms', 0);
   if (ownerBudgetMs >= MAX_OWNER_BUDGET_MS) {
-    throw new ConfigError(`--owner-budget-ms must be under ${MAX_OWNER_BUDGET_MS} (the webhook's ${TIMEOUT_SECONDS} s timeout less 500 ms, past which pod creation fails); got ${JSON.stringify(get('owner-budget-ms'))}`);
+    throw new ConfigError(`--owner-budget-ms must be under ${MAX_OWNER_BUDGET_MS} (the webhook's ${WEBHOOK_TIMEOUT_SECONDS} s timeout less 500 ms, past which pod creation fails); got ${JSON.stringify(get('owner-budget-ms'))}`);
   }
   return {
     ownerBudgetMs, ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000, maxOwners: Math.floor(num('max-owners', 1)), followKinds,

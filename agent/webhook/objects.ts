@@ -1,36 +1,24 @@
-// Where each kind keeps its pod spec, and the whole mutation of one object: the pod
-// spec's rewrite (podspec.ts) lifted to the object's JSON Patch, the annotations a Pod's
-// spec reads, or a denial.
-//
-//   Pod                                    spec
-//   Deployment ReplicaSet StatefulSet
-//   DaemonSet Job ReplicationController    spec.template.spec
-//   CronJob                                spec.jobTemplate.spec.template.spec
-//   PodTemplate                            template.spec
+// The whole mutation of one object: the pod spec's rewrite (podspec.ts), at the place its
+// kind keeps it (kube/workloadkinds.ts), lifted to the object's JSON Patch, the annotations
+// a Pod's spec reads, or a denial.
 
 import { annotationsRead, annotationValue, CHAIN_KEYS } from '../../projections/annotations.ts';
 import type { ControllerChain } from '../../projections/chain.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
 import { pointer, rewriteSpec, usesKepSyntax, type PatchOp, type RewriteContext } from './podspec.ts';
-import { type AnnotationKey } from '../../projections/names.ts';
-
-/** Kind -> path of its pod spec. */
-export const POD_SPEC_PATHS: Readonly<Record<string, readonly string[]>> = {
-  Pod: ['spec'],
-  Deployment: ['spec', 'template', 'spec'],
-  ReplicaSet: ['spec', 'template', 'spec'],
-  StatefulSet: ['spec', 'template', 'spec'],
-  DaemonSet: ['spec', 'template', 'spec'],
-  Job: ['spec', 'template', 'spec'],
-  ReplicationController: ['spec', 'template', 'spec'],
-  CronJob: ['spec', 'jobTemplate', 'spec', 'template', 'spec'],
-  PodTemplate: ['template', 'spec'],
-};
+import type { AnnotationKey } from '../../projections/names.ts';
+import { workloadKindNamed } from '../kube/workloadkinds.ts';
 
 export type Mutation =
-  | { allowed: true; patch: PatchOp[]; changed: string[]; warnings: string[] }
+  /** `changed` names each field rewritten, for the log; `annotations` are those set on a Pod being created. */
+  | { allowed: true; patch: PatchOp[]; changed: string[]; annotations: AnnotationKey[]; warnings: string[] }
   | { allowed: false; message: string };
+
+/** The answer for an object the webhook leaves as it is. */
+export function unchanged(): Mutation {
+  return { allowed: true, patch: [], changed: [], annotations: [], warnings: [] };
+}
 
 function dig(obj: unknown, path: readonly string[]): unknown {
   let at = obj;
@@ -81,12 +69,12 @@ export interface MutateOptions extends Pick<RewriteContext, 'ephemeralOnly'> {
  * each of our annotations its spec reads set to its value (overwriting what the author wrote).
  */
 export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mutation {
-  const path = Object.hasOwn(POD_SPEC_PATHS, kind) ? POD_SPEC_PATHS[kind] : undefined; // never Object.prototype's keys
-  if (!path) return { allowed: true, patch: [], changed: [], warnings: [] };
+  const path = workloadKindNamed(kind)?.podSpec;
+  if (!path) return unchanged();
   const spec = dig(obj, path);
   const pod = kind === 'Pod';
   const reads = pod && !opts.update && !opts.ephemeralOnly ? annotationsRead(spec) : [];
-  if (!usesKepSyntax(spec) && reads.length === 0) return { allowed: true, patch: [], changed: [], warnings: [] };
+  if (!usesKepSyntax(spec) && reads.length === 0) return unchanged();
   const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; namespace?: unknown; ownerReferences?: unknown; annotations?: unknown } | undefined;
   const name = objectName(meta);
   const { owners, refusals } = pod ? ownersOf(meta?.ownerReferences) : { owners: [], refusals: [] };
@@ -106,7 +94,7 @@ export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mu
     }
     patch.push(...annotationOps(meta, existing, values));
   }
-  return { allowed: true, patch, changed: [...r.changed, ...reads.map((k) => `annotation ${k}`)], warnings };
+  return { allowed: true, patch, changed: [...r.changed, ...reads.map((k) => `annotation ${k}`)], annotations: reads, warnings };
 }
 
 /** The values admission sets: those it can know (the Node's cannot be, before the pod is bound). */

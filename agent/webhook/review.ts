@@ -6,7 +6,8 @@ import { describe, displayName } from '../common/validation.ts';
 import { annotationsRead, CHAIN_KEYS } from '../../projections/annotations.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import type { Mutation, MutateOptions } from './objects.ts';
-import { mutate } from './objects.ts';
+import { mutate, unchanged } from './objects.ts';
+import { workloadKind, WORKLOAD_KINDS } from '../kube/workloadkinds.ts';
 
 export const API_VERSION = 'admission.k8s.io/v1';
 
@@ -113,19 +114,12 @@ export function tooDeep(v: unknown, max: number): string | undefined {
   return undefined;
 }
 
-/** Kinds the webhook rewrites, by API group (the core group is ""). */
-const SERVED: Readonly<Record<string, readonly string[]>> = {
-  '': ['Pod', 'ReplicationController', 'PodTemplate'],
-  apps: ['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet'],
-  batch: ['Job', 'CronJob'],
-};
-
 /** Every kind the webhook rewrites (the values of its metrics' kind label, with 'other'). */
-export const SERVED_KINDS: readonly string[] = Object.values(SERVED).flat();
+export const SERVED_KINDS: readonly string[] = WORKLOAD_KINDS.map((w) => w.kind);
 
-/** True for the kinds the webhook rewrites (a group like "constructor" is no key of SERVED). */
+/** True for the kinds the webhook rewrites (a group like "constructor" matches no row). */
 export function isServed(kind: AdmissionRequest['kind']): boolean {
-  return Object.hasOwn(SERVED, kind.group) && SERVED[kind.group]!.includes(kind.kind);
+  return workloadKind(kind.group, kind.kind) !== undefined;
 }
 
 /**
@@ -135,7 +129,7 @@ export function isServed(kind: AdmissionRequest['kind']): boolean {
 export function admit(req: AdmissionRequest, opts: Pick<MutateOptions, 'chain'> = {}): Mutation {
   const served = isServed(req.kind);
   if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) {
-    return { allowed: true, patch: [], changed: [], warnings: [] };
+    return unchanged();
   }
   if (!isRecord(req.object)) {
     const what = req.object === undefined ? 'missing' : req.object === null ? 'null' : Array.isArray(req.object) ? 'a list' : `a ${typeof req.object}`;

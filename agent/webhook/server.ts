@@ -21,7 +21,7 @@ import { ByteBudget } from '../common/budget.ts';
 import { clip } from '../common/validation.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
-import { MUTATE_PATH } from './registration.ts';
+import { MUTATE_PATH } from '../../projections/names.ts';
 import { admit, chainNeeded, isServed, parseReview, responseFor, reviewOf, ReviewError, type AdmissionRequest } from './review.ts';
 
 const { createServer } = process.getBuiltinModule('node:https');

@@ -1,18 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../agent/common/errors.ts';
 import { MAX_OWNER_BUDGET_MS, parseWebhookConfig } from '../../../agent/webhook/config.ts';
-import { TIMEOUT_SECONDS } from '../../../agent/webhook/registration.ts';
+import { WEBHOOK_TIMEOUT_SECONDS } from '../../../agent/common/defaults.ts';
 
 describe('parseWebhookConfig --owner-budget-ms', () => {
   it('is bounded by the webhook\'s timeout, less half a second for the rest of the review', () => {
-    expect(MAX_OWNER_BUDGET_MS).toBe(TIMEOUT_SECONDS * 1000 - 500);
+    expect(MAX_OWNER_BUDGET_MS).toBe(WEBHOOK_TIMEOUT_SECONDS * 1000 - 500);
     expect(parseWebhookConfig([], {}).ownerBudgetMs).toBe(1000);
     expect(parseWebhookConfig([`--owner-budget-ms=${MAX_OWNER_BUDGET_MS - 1}`], {}).ownerBudgetMs).toBe(MAX_OWNER_BUDGET_MS - 1);
   });
 
   it.each([
     { what: 'the bound itself', argv: [`--owner-budget-ms=${MAX_OWNER_BUDGET_MS}`], env: {} },
-    { what: 'the whole timeout', argv: [`--owner-budget-ms=${TIMEOUT_SECONDS * 1000}`], env: {} },
+    { what: 'the whole timeout', argv: [`--owner-budget-ms=${WEBHOOK_TIMEOUT_SECONDS * 1000}`], env: {} },
     { what: 'more, from the environment', argv: [], env: { OWNERREFS_OWNER_BUDGET_MS: '60000' } },
   ])('refuses $what in one line naming the flag and the bound (a slower review fails pod creation)', ({ argv, env }) => {
     let caught: unknown;
@@ -22,7 +22,7 @@ describe('parseWebhookConfig --owner-budget-ms', () => {
       caught = err;
     }
     expect(caught).toBeInstanceOf(ConfigError);
-    expect((caught as Error).message).toMatch(new RegExp(`^--owner-budget-ms must be under ${MAX_OWNER_BUDGET_MS} \\(the webhook's ${TIMEOUT_SECONDS} s timeout less 500 ms, [^\\n]*\\); got "\\d+"$`));
+    expect((caught as Error).message).toMatch(new RegExp(`^--owner-budget-ms must be under ${MAX_OWNER_BUDGET_MS} \\(the webhook's ${WEBHOOK_TIMEOUT_SECONDS} s timeout less 500 ms, [^\\n]*\\); got "\\d+"$`));
   });
 });
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
-import { MAX_ANNOTATION_BYTES, mutate, POD_SPEC_PATHS } from '../../../agent/webhook/objects.ts';
+import { MAX_ANNOTATION_BYTES, mutate } from '../../../agent/webhook/objects.ts';
+import { workloadKindNamed } from '../../../agent/kube/workloadkinds.ts';
 import { applyPatch } from '../../../agent/webhook/patch.ts';
 import { KEP_OWNERS, owner } from '../../support/fixtures.ts';
 import { kepEnv, kepPod, kepSpec, kepVolume, OWNERS_FIELD, workload, WORKLOAD_KINDS } from '../../support/podspecs.ts';
@@ -19,7 +20,7 @@ function mutated(kind: string, obj: unknown): Obj {
 }
 
 function specOf(kind: string, obj: Obj): Obj {
-  return POD_SPEC_PATHS[kind]!.reduce((o: Obj, k) => o[k], obj);
+  return workloadKindNamed(kind)!.podSpec.reduce((o: Obj, k) => o[k], obj);
 }
 
 const projected = (sources: unknown[]) => ({ name: 'podinfo', projected: { defaultMode: 0o440, sources } });
@@ -67,7 +68,7 @@ describe('a Pod in KEP-4753 syntax', () => {
 
   it('is left alone when it neither uses the syntax nor reads our annotations', () => {
     const spec = { containers: [{ name: 'app', env: [{ name: 'N', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] }], volumes: [{ name: 'v', downwardAPI: { items: [{ path: 'a', fieldRef: { fieldPath: "metadata.annotations['other.io/x']" } }] } }] };
-    expect(mutate('Pod', kepPod(spec as never))).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
+    expect(mutate('Pod', kepPod(spec as never))).toEqual({ allowed: true, patch: [], changed: [], annotations: [], warnings: [] });
   });
 
   it('warns about a read of an ownerrefs.dev annotation that does not exist (a typo), and admits it', () => {
@@ -139,7 +140,7 @@ describe.each(WORKLOAD_KINDS)('a %s in KEP-4753 syntax', (kind) => {
 
   it('is unchanged by a second pass (a re-apply of the stored object never starts a rollout)', () => {
     const once = mutated(kind, workload(kind, kepSpec()));
-    expect(mutate(kind, once)).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
+    expect(mutate(kind, once)).toEqual({ allowed: true, patch: [], changed: [], annotations: [], warnings: [] });
   });
 });
 

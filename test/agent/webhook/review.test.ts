@@ -77,7 +77,7 @@ describe('admit', () => {
   it('leaves DELETE, unknown groups and kinds alone', () => {
     for (const r of [req({ operation: 'DELETE' }), req({ kind: { group: 'example.com', version: 'v1', kind: 'Pod' } }),
       req({ kind: { group: '', version: 'v1', kind: 'ConfigMap' } })]) {
-      expect(admit(parseReview(review(r)))).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
+      expect(admit(parseReview(review(r)))).toEqual({ allowed: true, patch: [], changed: [], annotations: [], warnings: [] });
     }
   });
 
@@ -97,7 +97,7 @@ describe('a Pod that reads its workload', () => {
 
   it('gets its annotations at CREATE only: an UPDATE never writes admission\'s values over the agent\'s', () => {
     const stored = pod({ namespace: 'ns', annotations: { 'ownerrefs.dev/workload-uid': 'd-1', 'ownerrefs.dev/controller-uid': 'rs-1' } });
-    expect(admit(parseReview(review(req({ operation: 'UPDATE', namespace: 'ns', object: stored }))))).toEqual({ allowed: true, patch: [], changed: [], warnings: [] });
+    expect(admit(parseReview(review(req({ operation: 'UPDATE', namespace: 'ns', object: stored }))))).toEqual({ allowed: true, patch: [], changed: [], annotations: [], warnings: [] });
     const created = admit(parseReview(review(req({ namespace: 'ns', object: pod({ namespace: 'ns' }) }))));
     expect(created.allowed && created.patch).toEqual([{ op: 'add', path: '/metadata/annotations', value: { 'ownerrefs.dev/workload-uid': '(unresolved: Pending)', 'ownerrefs.dev/controller-uid': 'rs-1' } }]);
   });
