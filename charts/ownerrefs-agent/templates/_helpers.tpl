@@ -22,3 +22,27 @@
     {{- toYaml . | nindent 4 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The agent's affinity: .Values.affinity, with the node expressions the chart always adds ANDed
+into every required node selector term (the terms are ORed, so each must carry them):
+kubernetes.io/arch In .Values.architectures, and, with excludeVirtualKubelet, type NotIn
+[virtual-kubelet] (the agent tolerates every taint, virtual-kubelet.io/provider's too).
+*/}}
+{{- define "ownerrefs.agentAffinity" -}}
+{{- $exprs := list (dict "key" "kubernetes.io/arch" "operator" "In" "values" .Values.architectures) -}}
+{{- if .Values.excludeVirtualKubelet -}}
+{{- $exprs = append $exprs (dict "key" "type" "operator" "NotIn" "values" (list "virtual-kubelet")) -}}
+{{- end -}}
+{{- $affinity := deepCopy (.Values.affinity | default (dict)) -}}
+{{- $node := $affinity.nodeAffinity | default (dict) -}}
+{{- $required := $node.requiredDuringSchedulingIgnoredDuringExecution | default (dict) -}}
+{{- $terms := list -}}
+{{- range ($required.nodeSelectorTerms | default (list (dict))) -}}
+{{- $terms = append $terms (set . "matchExpressions" (concat (.matchExpressions | default list) $exprs)) -}}
+{{- end -}}
+{{- $_ := set $required "nodeSelectorTerms" $terms -}}
+{{- $_ = set $node "requiredDuringSchedulingIgnoredDuringExecution" $required -}}
+{{- $_ = set $affinity "nodeAffinity" $node -}}
+{{- toYaml $affinity -}}
+{{- end -}}
