@@ -1,12 +1,17 @@
 // Wiring: builds the agent's parts from a config and runs them until stopped.
-// Policy lives in reconciler.ts, mechanism in writer.ts, formats in projections/.
+//
+// One pod watch and one node watch feed the agent's two paths, in this order:
+//   annotations/  the annotations the KEP's syntax reads (the webhook points it at them),
+//                 kept current: one PATCH per ownership change; the kubelet renders them;
+//   files/        the files of emptyDir volumes that opt in and of CSI volumes, written here.
+// Both read owners through one cache (owners/), and formats come from projections/.
 
 import type http from 'node:http';
 import type { Logger } from 'pino';
 import type { AgentConfig } from './config.ts';
 import { VolumeDirWatcher } from './files/volume/dirwatch.ts';
 import { startHealthServer } from './monitoring/health.ts';
-import { KubeApiClient, type Credentials } from './kube/client.ts';
+import { KubeApiClient } from './kube/client.ts';
 import { KubeCredentials } from './kube/kubeconfig.ts';
 import { ApiEventSink, REASON_FOLLOW_FORBIDDEN } from './kube/events.ts';
 import { BUILTIN_KINDS, OwnerMetadataCache } from './owners/ownermeta.ts';
@@ -24,6 +29,8 @@ import { Reconciler } from './files/reconciler.ts';
 import { FsVolumeWriter, TEMP_PREFIX } from './files/volume/writer.ts';
 import { DRIVER_NAME } from '../projections/names.ts';
 import { slimView, type PodView } from './kube/podview.ts';
+import type { NodeSettings } from './kube/nodeconfig.ts';
+import type { NodeRef } from '../projections/index.ts';
 
 export interface RunningAgent {
   /** Listening address of the health server (port resolved when 0 was asked for). */
@@ -32,14 +39,25 @@ export interface RunningAgent {
   stop(): Promise<void>;
 }
 
-/** Our own loader, not client-node's KubeConfig, whose import costs 60-80 MB of RSS per node (docs/PERFORMANCE.md). */
-export function loadKubeConfig(path: string | undefined): Credentials {
-  return path ? KubeCredentials.fromFile(path) : KubeCredentials.inCluster();
+/**
+ * What each path is told: every pod event of the node, every owner whose metadata changed,
+ * and the node's settings and identity. Both paths take all of it; the list below is the
+ * whole fan-out.
+ */
+interface PodPath {
+  replace(items: PodView[]): void;
+  upsert(pod: PodView): void;
+  remove(pod: PodView): void;
+  ownerChanged(ownerUid: string): void;
+  ownerInUse(ownerUid: string): boolean;
+  setSettings(s: NodeSettings): void;
+  setNode(node: NodeRef | undefined): void;
+  close(): Promise<void>;
 }
 
 export async function startAgent(cfg: AgentConfig, log: Logger): Promise<RunningAgent> {
   const metrics = new AgentMetrics();
-  const client = new KubeApiClient(loadKubeConfig(cfg.kubeconfig), (verb, _path, code) => {
+  const client = new KubeApiClient(KubeCredentials.load(cfg.kubeconfig), (verb, _path, code) => {
     metrics.apiRequests.inc({ verb, code: String(code) });
   }, { handshakeTimedOut: () => metrics.apiHandshakeTimeouts.inc() });
   const events = new ApiEventSink({ client, node: cfg.nodeName, log });
@@ -49,11 +67,8 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   // every node for pods whose spec reads a chain annotation (the workload's identity).
   const owners = new OwnerMetadataCache({
     client, kinds: [...BUILTIN_KINDS, ...cfg.followKinds], refreshMs: cfg.ownerRefreshMs, clock: realClock, log, maxEntries: AGENT_MAX_OWNERS,
-    changed: (uid) => {
-      reconciler.ownerChanged(uid);
-      keeper.ownerChanged(uid);
-    },
-    inUse: (uid) => reconciler.ownerInUse(uid) || keeper.ownerInUse(uid),
+    changed: (uid) => paths.forEach((p) => p.ownerChanged(uid)),
+    inUse: (uid) => paths.some((p) => p.ownerInUse(uid)),
     observe: (kind, outcome, why) => metrics.ownerReads.inc({ kind, code: outcome, why }),
     forbidden: (kind, message) => events.warn({ kind: 'Node', name: cfg.nodeName }, REASON_FOLLOW_FORBIDDEN, `following ${kind} owners: ${message}`),
   });
@@ -76,17 +91,12 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   });
   // The annotations the KEP's syntax reads (the webhook points it at them), kept current.
   const keeper: AnnotationKeeper = new AnnotationKeeper({ client, events, log, metrics, owners, qps: cfg.annotationQps });
+  const paths: readonly PodPath[] = [reconciler, keeper];
   const nodeConfig = new NodeConfigSource({
     current: () => reconciler.settings,
-    apply: (s) => {
-      reconciler.setSettings(s);
-      keeper.setSettings(s);
-    },
-    allocatable: (a) => reconciler.setAllocatable(a),
-    node: (n) => {
-      reconciler.setNode(n);
-      keeper.setNode(n);
-    },
+    apply: (s) => paths.forEach((p) => p.setSettings(s)),
+    allocatable: (a) => reconciler.setAllocatable(a), // the files' downwardAPI items read it
+    node: (n) => paths.forEach((p) => p.setNode(n)),
     events,
     log,
   });
@@ -112,21 +122,11 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
     resource: 'pods',
     path: `/api/v1/pods?${field(`spec.nodeName=${cfg.nodeName}`)}`,
     client,
-    // Every pod event to both: the files (reconciler) and the annotations (keeper).
     handler: {
       retain: slimView,
-      replace: (items) => {
-        reconciler.replace(items);
-        keeper.replace(items);
-      },
-      upsert: (pod) => {
-        reconciler.upsert(pod);
-        keeper.upsert(pod);
-      },
-      remove: (pod) => {
-        reconciler.remove(pod);
-        keeper.remove(pod);
-      },
+      replace: (items) => paths.forEach((p) => p.replace(items)),
+      upsert: (pod) => paths.forEach((p) => p.upsert(pod)),
+      remove: (pod) => paths.forEach((p) => p.remove(pod)),
     },
     observer: observer('pods'),
     stallMs: cfg.stallMs,
@@ -178,7 +178,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
       ac.abort();
       await Promise.allSettled([nodeRun, podRun]);
       owners.close();
-      await Promise.all([reconciler.close(), keeper.close()]); // in-flight writes finish; nothing new starts
+      await Promise.all(paths.map((p) => p.close())); // in-flight writes finish; nothing new starts
       events.close(); // Events waiting to be posted again are given up
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections();

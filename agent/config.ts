@@ -2,9 +2,9 @@
 // Flags win over environment variables, which win over defaults.
 
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import * as D from './common/defaults.ts';
 import { ConfigError } from './common/errors.ts';
+import { flagHelp, hostPort, logLevel, parseFlags } from './common/flags.ts';
 import { BUILTIN_KINDS, parseFollowKinds, type FollowedKind } from './owners/ownermeta.ts';
 
 export interface AgentConfig {
@@ -35,7 +35,7 @@ export interface AgentConfig {
 
 /** The commands, with what each does: the top-level --help and docs/reference list them. */
 export const COMMANDS = {
-  run: 'watch this node\'s pods and project their ownerReferences into their volumes',
+  run: 'keep the ownerReferences this node\'s pods read current: their annotations, and opted-in volumes\' files',
   render: 'print (or write) the files the agent would write for one Pod manifest',
   webhook: 'serve the admission webhook that makes KEP-4753\'s fieldRef metadata.ownerReferences valid',
   inject: 'print what the webhook would make of a manifest (offline)',
@@ -98,7 +98,6 @@ export const RUN_FLAGS = {
   'annotation-qps': { env: 'OWNERREFS_ANNOTATION_QPS', def: String(D.ANNOTATION_QPS), help: `PATCHes of pod annotations (the KEP's syntax) per second on this node, after a burst of ${D.ANNOTATION_BURST_FACTOR} times this` },
 } as const;
 
-type FlagName = keyof typeof RUN_FLAGS;
 
 /**
  * V8 flags the agent runs with (Dockerfile ENTRYPOINT; tests, demo and bench spawn it the
@@ -130,42 +129,20 @@ export const NODE_FLAGS_OPTIMIZING: readonly string[] = NODE_FLAGS.filter((f) =>
  */
 export const AGENT_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
-/** `host:port` (host empty: every address), for --health-addr and the webhook's --listen. */
-export function hostPort(flag: string, v: string): [string, number] {
-  const m = /^(.*):(\d{1,5})$/.exec(v);
-  if (!m || Number(m[2]) > 65535) throw new ConfigError(`--${flag} must be host:port with a port from 0 to 65535, got ${JSON.stringify(v)}`);
-  return [m[1] || '0.0.0.0', Number(m[2])];
-}
-
 export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig {
-  const { values } = parseArgs({
-    args: argv,
-    options: Object.fromEntries(Object.keys(RUN_FLAGS).map((k) => [k, { type: 'string' }])) as Record<FlagName, { type: 'string' }>,
-    strict: true,
-    allowPositionals: false,
-  });
-  const get = (k: FlagName): string => (values[k] as string | undefined) ?? env[RUN_FLAGS[k].env] ?? RUN_FLAGS[k].def;
-  const num = (k: FlagName, min: number): number => {
-    const n = Number(get(k));
-    if (!Number.isFinite(n) || n < min) throw new ConfigError(`--${k} must be a number >= ${min}, got ${JSON.stringify(get(k))}`);
-    return n;
-  };
+  const { get, num } = parseFlags(RUN_FLAGS, argv, env);
   const nodeName = get('node-name');
   if (!nodeName) throw new ConfigError('--node-name (or NODE_NAME) is required');
   const [healthHost, healthPort] = hostPort('health-addr', get('health-addr'));
   const csiSocket = get('csi-socket');
   if (csiSocket && !csiSocket.startsWith('/')) throw new ConfigError(`--csi-socket must be an absolute path, got ${JSON.stringify(csiSocket)}`);
-  const level = get('log-level');
-  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(level)) {
-    throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, fatal; got ${JSON.stringify(level)}`);
-  }
   return {
     nodeName,
     kubeconfig: get('kubeconfig') || undefined,
     kubeletRoot: path.resolve(get('kubelet-root')),
     healthHost,
     healthPort,
-    logLevel: level,
+    logLevel: logLevel(get('log-level')),
     resyncMs: num('resync-seconds', 1) * 1000,
     maxBytes: num('max-bytes', 1024),
     stallMs: num('stall-seconds', 1) * 1000,
@@ -173,19 +150,12 @@ export function parseRunConfig(argv: string[], env: NodeJS.ProcessEnv): AgentCon
     concurrency: Math.floor(num('concurrency', 1)),
     csiSocket: csiSocket || undefined,
     registrationDir: get('registration-dir') || undefined,
-    followKinds: (() => {
-      try {
-        return parseFollowKinds(get('follow-kinds'));
-      } catch (err) {
-        throw new ConfigError((err as Error).message);
-      }
-    })(),
+    followKinds: parseFollowKinds(get('follow-kinds')),
     ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000,
     annotationQps: num('annotation-qps', 0.1),
   };
 }
 
 export function runHelp(): string {
-  const rows = Object.entries(RUN_FLAGS).map(([k, f]) => `  --${k.padEnd(22)} ${f.help}\n  ${' '.repeat(24)} env ${f.env}, default ${JSON.stringify(f.def)}`);
-  return `Usage: ownerrefs-agent run [flags]\n\nWatch this node's pods and keep their ownerReferences files current.\n\n${rows.join('\n')}\n`;
+  return flagHelp('ownerrefs-agent run [flags]', 'Watch this node\'s pods and keep the ownerReferences they read current: their annotations, and the files of\nvolumes that opt in.', RUN_FLAGS);
 }

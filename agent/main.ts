@@ -72,11 +72,11 @@ async function doctor(argv: string[]): Promise<number> {
   const args = argv.length === 0 ? await d.agentArgsOfPid1((p) => readFile(p, 'utf8')) ?? [] : argv;
   const cfg = parseRunConfig(args, process.env);
   const { KubeApiClient } = await import('./kube/client.ts');
-  const { loadKubeConfig } = await import('./agent.ts');
+  const { KubeCredentials } = await import('./kube/kubeconfig.ts');
   // Credentials that cannot be loaded are one of the findings: the node's own checks still run.
   let api: Pick<InstanceType<typeof KubeApiClient>, 'json' | 'close'>;
   try {
-    api = new KubeApiClient(loadKubeConfig(cfg.kubeconfig));
+    api = new KubeApiClient(KubeCredentials.load(cfg.kubeconfig));
   } catch (err) {
     api = { json: () => Promise.reject(err), close: () => {} };
   }

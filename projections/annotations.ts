@@ -18,7 +18,7 @@
 import { isSettled, renderChainJson, unsettledEndOfChainJson, UNSETTLED_END_NAMES, type ChainEnd, renderNodeOwnerJson, renderWorkloadJson, type ControllerChain, type NodeRef } from './chain.ts';
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { controllerOf, otelResourceAttributes, unresolved, workloadOf } from './workload.ts';
-import type { OwnerReference } from './types.ts';
+import { isRecord, type OwnerReference } from './types.ts';
 import { ANNOTATION_KEYS, ANNOTATION_VOLUME, ANNOTATIONS, annotationField, EXTENSION_FIELDS, OWNER_REFERENCES_FIELD, type AnnotationKey } from './names.ts';
 
 /** The annotations whose value comes from the controller chain (walked: owners are read). */
@@ -50,7 +50,6 @@ export function unknownAnnotationRead(fieldPath: unknown): string | undefined {
 }
 
 type Json = Record<string, unknown>;
-const isRecord = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /**
@@ -88,8 +87,13 @@ export function* fieldRefs(spec: unknown): Generator<{ ref: Json; where: (string
 
 /** The annotations of ours a pod spec reads, in ANNOTATION_KEYS order. */
 export function annotationsRead(spec: unknown): AnnotationKey[] {
+  return annotationsReadBy(fieldRefs(spec));
+}
+
+/** The same, from fieldRefs already found (the webhook walks a spec's fieldRefs once per review). */
+export function annotationsReadBy(refs: Iterable<{ ref: Json }>): AnnotationKey[] {
   const read = new Set<AnnotationKey>();
-  for (const { ref } of fieldRefs(spec)) {
+  for (const { ref } of refs) {
     const key = annotationRead(ref.fieldPath);
     if (key) read.add(key);
   }

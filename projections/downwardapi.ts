@@ -18,7 +18,7 @@ import { keepWhileUnsettled, renderChainJson, renderNodeOwnerJson, renderWorkloa
 import { renderOwnerReferencesJson } from './ownerreferences.ts';
 import { describe } from './describe.ts';
 import { equal, goCeilRatio, isZero, milliValue, parseQuantity, value, type Rational } from './quantity.ts';
-import type { KeepRule, OwnerReference, ProjectedFile } from './types.ts';
+import { isRecord, type KeepRule, type OwnerReference, type ProjectedFile } from './types.ts';
 import { EXTENSION_FIELDS, OWNER_REFERENCES_FIELD } from './names.ts';
 
 /** Field paths only the agent serves (the API server knows none of them). */
@@ -100,10 +100,6 @@ export function cleanPath(p: string): string {
 
 function isMode(m: unknown): m is number {
   return Number.isInteger(m) && (m as number) >= 0 && (m as number) <= 0o777;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function unknownKeys(o: Record<string, unknown>, known: readonly string[], at: string): string[] {

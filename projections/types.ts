@@ -53,3 +53,8 @@ export interface ProjectionOptions {
   /** controllerChain and workloadOwnerReferences (costs RBAC and API reads: opt-in). */
   followOwners: boolean;
 }
+
+/** A JSON object (not null, not a list): what every reader of untrusted input checks first. */
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

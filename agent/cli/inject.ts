@@ -15,6 +15,7 @@ import { applyPatch } from '../webhook/patch.ts';
 import { readYamlDocuments, writeYaml, YamlDocumentError } from './kubectlyaml.ts';
 import { decodeUtf8, InputError, readInput, yamlFailure } from './podinput.ts';
 import { ANNOTATIONS } from '../../projections/names.ts';
+import { isRecord } from '../../projections/types.ts';
 
 export const INJECT_HELP = `Usage: ownerrefs-agent inject [-f FILE|-]
 
@@ -33,12 +34,7 @@ export const EXIT_DENIED = 3;
 /** Several objects, each at most what the API server takes in one request (3 MiB). */
 export const MAX_INJECT_INPUT = 8 * 1024 * 1024;
 
-type Obj = Record<string, unknown>;
 
-
-function isRecord(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 export async function inject(argv: string[], stdin: NodeJS.ReadableStream, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: { filename: { type: 'string', short: 'f', multiple: true } }, allowPositionals: true, strict: true });

@@ -39,7 +39,7 @@ import { Slices } from './slices.ts';
 const DELETED_REMEMBERED = 4_096;
 import type { VolumeTarget, VolumeWriter } from './volume/writer.ts';
 import { ANNOTATION_MIRROR } from '../../projections/names.ts';
-import { slimView, type PodView } from '../kube/podview.ts';
+import type { PodView } from '../kube/podview.ts';
 
 export interface ReconcilerOptions {
   /** Absolute (config.ts resolves it): directory events and the pod table compare paths below it. */
@@ -110,11 +110,6 @@ export class Reconciler implements ReflectorHandler<PodView> {
   async idle(): Promise<void> {
     await this.#first.done();
     return this.#queue.idle();
-  }
-
-  /** A streamed first list holds only what upsert reads of each pod until the list is complete. */
-  retain(pod: PodView): PodView {
-    return slimView(pod);
   }
 
   replace(items: PodView[]): void {

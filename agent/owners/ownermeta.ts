@@ -24,6 +24,7 @@
 import type { Logger } from 'pino';
 import type { ChainEnd, OwnerReference } from '../../projections/index.ts';
 import { Backoff, type Clock } from '../common/clock.ts';
+import { ConfigError } from '../common/errors.ts';
 import { F } from '../monitoring/logfields.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
 import { WORKLOAD_KINDS } from '../kube/workloadkinds.ts';
@@ -45,7 +46,7 @@ export function parseFollowKinds(flag: string): FollowedKind[] {
   if (flag.trim() === '') return [];
   return flag.split(',').map((item) => {
     const m = /^([a-z0-9.-]*)\/([a-z0-9]+)\/([A-Z][A-Za-z0-9]*)=([a-z0-9]([-a-z0-9]*[a-z0-9])?)$/.exec(item.trim());
-    if (!m) throw new Error(`--follow-kinds: ${JSON.stringify(item)} is not group/version/Kind=resource (e.g. argoproj.io/v1alpha1/Rollout=rollouts)`);
+    if (!m) throw new ConfigError(`--follow-kinds: ${JSON.stringify(item)} is not group/version/Kind=resource (e.g. argoproj.io/v1alpha1/Rollout=rollouts)`);
     return { group: m[1]!, version: m[2]!, kind: m[3]!, resource: m[4]! };
   });
 }

@@ -1,8 +1,7 @@
 // Command-line and environment configuration for `ownerrefs-agent webhook`.
 
-import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
-import { hostPort } from '../config.ts';
+import { flagHelp, hostPort, logLevel, parseFlags } from '../common/flags.ts';
 import { parseFollowKinds, type FollowedKind } from '../owners/ownermeta.ts';
 import { WEBHOOK_TIMEOUT_SECONDS } from '../common/defaults.ts';
 import { WEBHOOK_CONFIG_NAME, WEBHOOK_NAMESPACE } from '../../projections/names.ts';
@@ -59,36 +58,16 @@ export const WEBHOOK_FLAGS = {
   'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
 } as const;
 
-type FlagName = keyof typeof WEBHOOK_FLAGS;
 
 export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): WebhookConfig {
-  const { values } = parseArgs({
-    args: argv,
-    options: Object.fromEntries(Object.keys(WEBHOOK_FLAGS).map((k) => [k, { type: 'string' }])) as Record<FlagName, { type: 'string' }>,
-    strict: true,
-    allowPositionals: false,
-  });
-  const get = (k: FlagName): string => (values[k] as string | undefined) ?? env[WEBHOOK_FLAGS[k].env] ?? WEBHOOK_FLAGS[k].def;
+  const { get, num } = parseFlags(WEBHOOK_FLAGS, argv, env);
   const [listenHost, listenPort] = hostPort('listen', get('listen'));
   const [healthHost, healthPort] = hostPort('health-addr', get('health-addr'));
   const certFile = get('tls-cert-file') || undefined;
   const keyFile = get('tls-key-file') || undefined;
   if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('--tls-cert-file and --tls-key-file go together');
-  const level = get('log-level');
-  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(level)) {
-    throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, fatal; got ${JSON.stringify(level)}`);
-  }
-  const num = (k: FlagName, min: number): number => {
-    const n = Number(get(k));
-    if (!Number.isFinite(n) || n < min) throw new ConfigError(`--${k} must be a number >= ${min}, got ${JSON.stringify(get(k))}`);
-    return n;
-  };
-  let followKinds: FollowedKind[];
-  try {
-    followKinds = parseFollowKinds(get('follow-kinds'));
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
+  const level = logLevel(get('log-level'));
+  const followKinds = parseFollowKinds(get('follow-kinds'));
   const ownerBudgetMs = num('owner-budget-ms', 0);
   if (ownerBudgetMs >= MAX_OWNER_BUDGET_MS) {
     throw new ConfigError(`--owner-budget-ms must be under ${MAX_OWNER_BUDGET_MS} (the webhook's ${WEBHOOK_TIMEOUT_SECONDS} s timeout less 500 ms, past which pod creation fails); got ${JSON.stringify(get('owner-budget-ms'))}`);
@@ -103,6 +82,5 @@ export function parseWebhookConfig(argv: string[], env: NodeJS.ProcessEnv): Webh
 }
 
 export function webhookHelp(): string {
-  const rows = Object.entries(WEBHOOK_FLAGS).map(([k, f]) => `  --${k.padEnd(22)} ${f.help}\n  ${' '.repeat(24)} env ${f.env}, default ${JSON.stringify(f.def)}`);
-  return `Usage: ownerrefs-agent webhook [flags]\n\nServe the mutating admission webhook that makes KEP-4753's fieldRef metadata.ownerReferences\nvalid in Pods and pod templates.\n\n${rows.join('\n')}\n`;
+  return flagHelp('ownerrefs-agent webhook [flags]', 'Serve the mutating admission webhook that makes KEP-4753\'s fieldRef metadata.ownerReferences\nvalid in Pods and pod templates.', WEBHOOK_FLAGS);
 }

@@ -2,11 +2,11 @@
 // kind keeps it (kube/workloadkinds.ts), lifted to the object's JSON Patch, the annotations
 // a Pod's spec reads, or a denial.
 
-import { annotationsRead, annotationValue, CHAIN_KEYS } from '../../projections/annotations.ts';
+import { annotationsReadBy, annotationValue, CHAIN_KEYS } from '../../projections/annotations.ts';
 import type { ControllerChain } from '../../projections/chain.ts';
-import type { OwnerReference } from '../../projections/types.ts';
+import { isRecord, type OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
-import { pointer, rewriteSpec, usesKepSyntax, type PatchOp, type RewriteContext } from './podspec.ts';
+import { pointer, rewriteSpec, scanSpec, usesKepSyntax, type PatchOp, type RewriteContext, type ScannedSpec } from './podspec.ts';
 import type { AnnotationKey } from '../../projections/names.ts';
 import { workloadKindNamed } from '../kube/workloadkinds.ts';
 
@@ -61,6 +61,8 @@ export interface MutateOptions extends Pick<RewriteContext, 'ephemeralOnly'> {
   update?: boolean;
   /** The request's namespace (the API server's, trusted); the object's own metadata.namespace only offline (`inject`). */
   namespace?: string;
+  /** The pod spec already scanned, and the annotations a Pod being created reads (review.ts's plan): not walked again. */
+  scanned?: { scan: ScannedSpec; reads: AnnotationKey[] };
 }
 
 /**
@@ -71,15 +73,14 @@ export interface MutateOptions extends Pick<RewriteContext, 'ephemeralOnly'> {
 export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mutation {
   const path = workloadKindNamed(kind)?.podSpec;
   if (!path) return unchanged();
-  const spec = dig(obj, path);
   const pod = kind === 'Pod';
-  const reads = pod && !opts.update && !opts.ephemeralOnly ? annotationsRead(spec) : [];
-  if (!usesKepSyntax(spec) && reads.length === 0) return unchanged();
+  const { scan, reads } = opts.scanned ?? scanned(kind, obj, opts)!;
+  if (!usesKepSyntax(scan) && reads.length === 0) return unchanged();
   const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; namespace?: unknown; ownerReferences?: unknown; annotations?: unknown } | undefined;
   const name = objectName(meta);
   const { owners, refusals } = pod ? ownersOf(meta?.ownerReferences) : { owners: [], refusals: [] };
   if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
-  const r = rewriteSpec(spec, opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {});
+  const r = rewriteSpec(scan, opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {});
   const prefix = '/' + path.join('/');
   const patch = r.ops.map((op) => ({ ...op, path: prefix + op.path }));
   const warnings = [...r.warnings];
@@ -95,6 +96,17 @@ export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mu
     patch.push(...annotationOps(meta, existing, values));
   }
   return { allowed: true, patch, changed: [...r.changed, ...reads.map((k) => `annotation ${k}`)], annotations: reads, warnings };
+}
+
+/**
+ * The object's pod spec scanned once, and the annotations it reads that admission sets (only
+ * a Pod being created gets them); undefined for a kind without a pod spec.
+ */
+export function scanned(kind: string, obj: unknown, opts: Pick<MutateOptions, 'update' | 'ephemeralOnly'> = {}): { scan: ScannedSpec; reads: AnnotationKey[] } | undefined {
+  const path = workloadKindNamed(kind)?.podSpec;
+  if (!path) return undefined;
+  const scan = scanSpec(dig(obj, path));
+  return { scan, reads: kind === 'Pod' && !opts.update && !opts.ephemeralOnly ? annotationsReadBy(scan.refs) : [] };
 }
 
 /** The values admission sets: those it can know (the Node's cannot be, before the pod is bound). */
@@ -123,10 +135,6 @@ function annotationBytes(a: Record<string, unknown>): number {
   let n = 0;
   for (const [k, v] of Object.entries(a)) n += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
   return n;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**

@@ -45,19 +45,29 @@ function field(k: unknown): string {
   return typeof k === 'string' && /^[A-Za-z0-9_.\/-]{1,63}$/.test(k) ? k : describe(String(k));
 }
 
-/** True when the spec has a fieldRef that only the rewrite makes valid. */
-export function usesKepSyntax(spec: unknown): boolean {
-  for (const { ref } of fieldRefs(spec)) if (typeof ref.fieldPath === 'string' && Object.hasOwn(REWRITTEN_FIELDS, ref.fieldPath)) return true;
-  return false;
+/** A pod spec with its fieldRefs, found once: every later question about the spec reads this list. */
+export interface ScannedSpec {
+  spec: unknown;
+  refs: readonly FieldRefAt[];
+}
+type FieldRefAt = ReturnType<typeof fieldRefs> extends Iterable<infer T> ? T : never;
+
+export function scanSpec(spec: unknown): ScannedSpec {
+  return { spec, refs: [...fieldRefs(spec)] };
 }
 
-export function rewriteSpec(spec: unknown, ctx: RewriteContext = {}): SpecRewrite {
+/** True when the spec has a fieldRef that only the rewrite makes valid. */
+export function usesKepSyntax({ refs }: ScannedSpec): boolean {
+  return refs.some(({ ref }) => typeof ref.fieldPath === 'string' && Object.hasOwn(REWRITTEN_FIELDS, ref.fieldPath));
+}
+
+export function rewriteSpec({ spec, refs }: ScannedSpec, ctx: RewriteContext = {}): SpecRewrite {
   const out: SpecRewrite = { ops: [], changed: [], warnings: [] };
   const isNewEphemeral = (where: (string | number)[]) => {
     const c = (spec as { ephemeralContainers?: { name?: unknown }[] }).ephemeralContainers?.[where[1] as number];
     return where[0] === 'ephemeralContainers' && !(typeof c?.name === 'string' && ctx.ephemeralOnly?.existing.has(c.name));
   };
-  for (const { ref, where } of fieldRefs(spec)) {
+  for (const { ref, where } of refs) {
     if (ctx.ephemeralOnly && !isNewEphemeral(where)) continue;
     const unknown = unknownAnnotationRead(ref.fieldPath);
     if (unknown !== undefined) {

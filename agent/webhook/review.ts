@@ -3,10 +3,10 @@
 // send anything. A review that is not one gets a clear refusal, never a crash.
 
 import { describe, displayName } from '../common/validation.ts';
-import { annotationsRead, CHAIN_KEYS } from '../../projections/annotations.ts';
-import type { OwnerReference } from '../../projections/types.ts';
+import { CHAIN_KEYS } from '../../projections/annotations.ts';
+import { isRecord, type OwnerReference } from '../../projections/types.ts';
 import type { Mutation, MutateOptions } from './objects.ts';
-import { mutate, unchanged } from './objects.ts';
+import { mutate, scanned, unchanged } from './objects.ts';
 import { workloadKind, WORKLOAD_KINDS } from '../kube/workloadkinds.ts';
 
 export const API_VERSION = 'admission.k8s.io/v1';
@@ -45,10 +45,6 @@ export class ReviewError extends Error {
 /** A value from the body, for a message: bounded, and never stringified whole (it may be nested thousands deep). */
 function shown(v: unknown): string {
   return typeof v === 'string' ? describe(v) : v === undefined ? 'nothing' : displayName(v);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The request inside a review body, or a ReviewError saying what is wrong with it. */
@@ -123,39 +119,46 @@ export function isServed(kind: AdmissionRequest['kind']): boolean {
 }
 
 /**
- * The mutation for one request: only CREATE and UPDATE of served kinds change anything. One
- * of those without an object is malformed (an API server always sends it): a ReviewError.
+ * What one request asks of the webhook, decided once: nothing (a kind it does not serve, or
+ * neither CREATE nor UPDATE), or the mutation of one object, with its pod spec already scanned
+ * and, for a Pod being created whose spec reads a value of the controller chain, the
+ * namespace and owners whose chain is read before admit().
  */
-export function admit(req: AdmissionRequest, opts: Pick<MutateOptions, 'chain'> = {}): Mutation {
-  const served = isServed(req.kind);
-  if (!served || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) {
-    return unchanged();
-  }
+export type AdmissionPlan =
+  | { act: 'none' }
+  | { act: 'mutate'; kind: string; object: Record<string, unknown>; options: MutateOptions; chain?: { namespace: string; owners: OwnerReference[] } };
+
+/** The plan for a request. One of the operations served without an object is malformed (an API server always sends it): a ReviewError. */
+export function plan(req: AdmissionRequest): AdmissionPlan {
+  if (!isServed(req.kind) || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return { act: 'none' };
   if (!isRecord(req.object)) {
     const what = req.object === undefined ? 'missing' : req.object === null ? 'null' : Array.isArray(req.object) ? 'a list' : `a ${typeof req.object}`;
     throw new ReviewError(`request.object is ${what}: a ${req.operation} of a ${displayName(req.kind.kind)} carries the object`, req.uid);
   }
-  if (req.kind.kind === 'Pod' && req.subResource === 'ephemeralcontainers') {
-    return mutate(req.kind.kind, req.object, { ephemeralOnly: { existing: ephemeralNames(req.oldObject) } });
+  const kind = req.kind.kind;
+  if (kind === 'Pod' && req.subResource === 'ephemeralcontainers') {
+    const options: MutateOptions = { ephemeralOnly: { existing: ephemeralNames(req.oldObject) } };
+    return { act: 'mutate', kind, object: req.object, options: { ...options, scanned: scanned(kind, req.object, options)! } };
   }
   // Only a CREATE sets a Pod's annotations (the registration sends no other, but an UPDATE
   // must never put admission's Pending over the agent's values).
-  return mutate(req.kind.kind, req.object, { ...opts, update: req.operation !== 'CREATE', namespace: req.namespace ?? '' });
-}
-
-/**
- * For a Pod being created whose spec reads a value of the controller chain: its namespace
- * and owners, whose chain the webhook reads before admit() (the rest is admit's to check).
- * The namespace is the request's, which the API server sets: the object's metadata.namespace
- * is the author's, may be absent, and would have the webhook read another namespace's owners.
- */
-export function chainNeeded(req: AdmissionRequest): { namespace: string; owners: OwnerReference[] } | undefined {
-  if (req.kind.group !== '' || req.kind.kind !== 'Pod' || req.operation !== 'CREATE' || req.subResource !== undefined || !isRecord(req.object)) return undefined;
-  if (!req.namespace) return undefined; // the API server always sends it for a Pod: without it, no namespace to trust
-  if (!annotationsRead(req.object.spec).some((k) => CHAIN_KEYS.has(k))) return undefined;
+  const update = req.operation !== 'CREATE';
+  const scan = scanned(kind, req.object, { update })!;
+  const options: MutateOptions = { update, namespace: req.namespace ?? '', scanned: scan };
+  // The chain's namespace is the request's, which the API server sets: the object's
+  // metadata.namespace is the author's, may be absent, and would have the webhook read
+  // another namespace's owners. Without it (never, for a Pod), no namespace to trust.
+  if (kind !== 'Pod' || update || req.subResource !== undefined || !req.namespace || !scan.reads.some((k) => CHAIN_KEYS.has(k))) {
+    return { act: 'mutate', kind, object: req.object, options };
+  }
   const meta = isRecord(req.object.metadata) ? req.object.metadata : {};
   const owners = Array.isArray(meta.ownerReferences) ? meta.ownerReferences.filter((o): o is OwnerReference => isRecord(o) && typeof o.uid === 'string' && typeof o.name === 'string') : [];
-  return { namespace: req.namespace, owners };
+  return { act: 'mutate', kind, object: req.object, options, chain: { namespace: req.namespace, owners } };
+}
+
+/** The mutation a plan makes, with the chain read for it when it needed one. */
+export function admit(p: AdmissionPlan, opts: Pick<MutateOptions, 'chain'> = {}): Mutation {
+  return p.act === 'none' ? unchanged() : mutate(p.kind, p.object, { ...p.options, ...opts });
 }
 
 /** The names of a pod's ephemeral containers (its old object: those the API server forbids changing). */

@@ -22,7 +22,7 @@ import { clip } from '../common/validation.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
 import { MUTATE_PATH } from '../../projections/names.ts';
-import { admit, chainNeeded, isServed, parseReview, responseFor, reviewOf, ReviewError, type AdmissionRequest } from './review.ts';
+import { admit, isServed, parseReview, plan, responseFor, reviewOf, ReviewError, type AdmissionRequest } from './review.ts';
 
 const { createServer } = process.getBuiltinModule('node:https');
 
@@ -155,9 +155,9 @@ async function handle(body: string, res: ServerResponse, log: Logger, done: (res
     req = parseReview(body);
     // Only served kinds become a metric label: any string can arrive here.
     kind = isServed(req.kind) ? req.kind.kind : 'other';
-    const needed = chains ? chainNeeded(req) : undefined;
-    const chain = needed && chains ? await readChain(chains, needed, req, log) : undefined;
-    m = admit(req, chain ? { chain: () => chain } : {});
+    const p = plan(req);
+    const chain = p.act === 'mutate' && p.chain && chains ? await readChain(chains, p.chain, req, log) : undefined;
+    m = admit(p, chain ? { chain: () => chain } : {});
   } catch (err) {
     if (!(err instanceof ReviewError)) return failed(err, req?.uid, res, log, done, kind);
     log.warn({ [F.reason]: 'MalformedReview', [F.err]: clip(err.message, MAX_FIELD) }, 'malformed AdmissionReview');

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
 import { generateKeyPairSync } from 'node:crypto';
 import { CERT_LIFETIME_MS, CERT_RENEW_MS, CA_LIFETIME_MS, CA_RENEW_MS, RETIRE_MS, configuredCas, due, ensureServingTls, firstSeen, syncCaBundle } from '../../../agent/webhook/certs.ts';
-import { notServable } from '../../../agent/webhook/command.ts';
+import { notServable } from '../../../agent/webhook/tlssource.ts';
 import { RETIRING_ANNOTATION } from '../../../projections/names.ts';
 
 /** An API server holding one Secret and one webhook configuration, with resourceVersions and conflicts. */
