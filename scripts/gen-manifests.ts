@@ -118,7 +118,14 @@ export function webhookTemplate(): string {
     // Self-managed TLS only: the Secret and the caBundle it keeps.
     if (/^kind: (Role|RoleBinding|ClusterRole|ClusterRoleBinding)$/m.test(doc)) return `{{- if ${SELF} }}\n${doc}\n{{- end }}`;
     if (/^kind: MutatingWebhookConfiguration$/m.test(doc)) {
-      return doc.replace(/^metadata:\n/m, 'metadata:\n  {{- if eq .Values.webhook.tls.mode "certManager" }}\n  annotations:\n    cert-manager.io/inject-ca-from: {{ .Values.namespace.name }}/ownerrefs-webhook\n  {{- end }}\n');
+      // cert-manager's CA injector reads its annotation beside the extra ones, in one map: two
+      // annotations keys are one too many for a YAML parser, which keeps only one of them.
+      const extra = '  {{- with .Values.extraAnnotations }}\n  annotations:\n';
+      if (!doc.includes(extra)) throw new Error('webhook.yaml: the MutatingWebhookConfiguration has no extraAnnotations block');
+      return doc.replace(extra, '  {{- $annotations := deepCopy (.Values.extraAnnotations | default (dict)) }}\n' +
+        '  {{- if eq .Values.webhook.tls.mode "certManager" }}\n' +
+        '  {{- $_ := set $annotations "cert-manager.io/inject-ca-from" (printf "%s/ownerrefs-webhook" .Values.namespace.name) }}\n' +
+        '  {{- end }}\n  {{- with $annotations }}\n  annotations:\n');
     }
     return doc;
   });

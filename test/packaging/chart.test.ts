@@ -134,6 +134,37 @@ describe('the chart', () => {
     expect(objs.some((o) => o.kind === 'Certificate')).toBe(mode === 'certManager');
   });
 
+  // Every TLS mode with every combination of extra metadata, parsed by a YAML parser that refuses duplicate keys:
+  // the API server's keeps one of two annotations maps, and cert-manager's CA injector would lose its own.
+  const TLS_MODES: Record<string, string[]> = {
+    selfManaged: [],
+    certManager: ['--set', 'webhook.tls.mode=certManager'],
+    "certManager with the cluster's issuer": ['--set', 'webhook.tls.mode=certManager', '--set', 'webhook.tls.certManager.issuerRef.name=corp-ca',
+      '--set', 'webhook.tls.certManager.issuerRef.kind=ClusterIssuer', '--set', 'webhook.tls.certManager.issuerRef.group=cert-manager.io'],
+    existingSecret: ['--set', 'webhook.tls.mode=existingSecret', '--set', 'webhook.tls.existingSecret=my-tls', '--set', 'webhook.tls.caBundle=Y2E='],
+  };
+  const EXTRAS = { 'no extras': { labels: false, annotations: false }, 'extraLabels only': { labels: true, annotations: false },
+    'extraAnnotations only': { labels: false, annotations: true }, 'extraLabels and extraAnnotations': { labels: true, annotations: true } };
+  it.each(Object.entries(TLS_MODES).flatMap(([mode, tls]) => Object.entries(EXTRAS).map(([extras, on]) => ({ mode, tls, extras, ...on }))))(
+    'renders webhook TLS $mode with $extras without a duplicate key, the CA injector\'s annotation beside the extra one', ({ mode, tls, labels, annotations }) => {
+      const args = ['--set', 'webhook.enabled=true', ...tls, ...(labels ? ['--set', 'extraLabels.team=platform'] : []), ...(annotations ? ['--set', 'extraAnnotations.a=b'] : [])];
+      const objs = strictObjects(helmTemplate(helm, args));
+      const config = objs.find((o) => o.kind === 'MutatingWebhookConfiguration')!;
+      expect(config.metadata.annotations).toEqual(mode.startsWith('certManager') || annotations ? {
+        ...(mode.startsWith('certManager') ? { 'cert-manager.io/inject-ca-from': 'ownerrefs-system/ownerrefs-webhook' } : {}),
+        ...(annotations ? { a: 'b' } : {}),
+      } : undefined);
+      expect(config.metadata.labels).toEqual({ 'app.kubernetes.io/name': 'ownerrefs-webhook', ...(labels ? { team: 'platform' } : {}) });
+      const without = objs.filter((o) => (labels && o.metadata.labels?.team !== 'platform') || (annotations && o.metadata.annotations?.a !== 'b')).map((o) => `${o.kind}/${o.metadata.name}`);
+      expect(without).toEqual([]);
+    });
+
+  it('keeps cert-manager\'s annotation when extraAnnotations names the same key', () => {
+    const objs = strictObjects(helmTemplate(helm, ['--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=certManager',
+      '--set', 'extraAnnotations.cert-manager\\.io/inject-ca-from=elsewhere/other']));
+    expect(objs.find((o) => o.kind === 'MutatingWebhookConfiguration')!.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'ownerrefs-system/ownerrefs-webhook' });
+  });
+
   it('refuses existingSecret mode without the Secret or the CA, saying which', () => {
     const r = spawnSync(helm, ['template', 'x', CHART, '--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=existingSecret', '--set', 'webhook.tls.existingSecret=s'], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
