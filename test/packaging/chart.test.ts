@@ -267,6 +267,31 @@ describe('the chart', () => {
     expect(set.spec.containers[0].resources).toEqual({ requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '512Mi' } });
   });
 
+  const SPREAD = { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' } } };
+  it.each([
+    ['replicas', ['--set', 'webhook.replicas=3'], (d: Obj) => d.spec.replicas, 3],
+    ['the default spread over nodes', [], (d: Obj) => d.spec.template.spec.topologySpreadConstraints, [SPREAD]],
+    ['topologySpreadConstraints', ['--set-json', 'webhook.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule",' +
+      '"labelSelector":{"matchLabels":{"app.kubernetes.io/name":"ownerrefs-webhook"}}}]'],
+    (d: Obj) => d.spec.template.spec.topologySpreadConstraints, [{ ...SPREAD, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' }]],
+    ['no spread', ['--set-json', 'webhook.topologySpreadConstraints=[]'], (d: Obj) => d.spec.template.spec.topologySpreadConstraints, undefined],
+    ['no affinity by default', [], (d: Obj) => d.spec.template.spec.affinity, undefined],
+    ['affinity', ['--set-json', 'webhook.affinity={"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"kubernetes.io/hostname",' +
+      '"labelSelector":{"matchLabels":{"app.kubernetes.io/name":"ownerrefs-webhook"}}}]}}'],
+    (d: Obj) => d.spec.template.spec.affinity, { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname',
+      labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' } } }] } }],
+    ['nodeSelector', ['--set', 'webhook.nodeSelector.pool=system'], (d: Obj) => d.spec.template.spec.nodeSelector, { pool: 'system' }],
+    ['tolerations', ['--set', 'webhook.tolerations[0].key=dedicated', '--set', 'webhook.tolerations[0].operator=Exists'], (d: Obj) => d.spec.template.spec.tolerations,
+      [{ key: 'dedicated', operator: 'Exists' }]],
+    ['priorityClassName', ['--set', 'webhook.priorityClassName=platform-critical'], (d: Obj) => d.spec.template.spec.priorityClassName, 'platform-critical'],
+    ['resources', ['--set', 'webhook.resources.requests.cpu=50m'], (d: Obj) => d.spec.template.spec.containers[0].resources,
+      { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '256Mi' } }],
+    ['imagePullSecrets, the agent\'s too', ['--set', 'imagePullSecrets[0].name=regcred'], (d: Obj) => d.spec.template.spec.imagePullSecrets, [{ name: 'regcred' }]],
+  ] as [string, string[], (deployment: Obj) => unknown, unknown][])('renders the webhook Deployment\'s %s', (_what, args, pick, want) => {
+    const deployment = strictObjects(helmTemplate(helm, ['--set', 'webhook.enabled=true', ...args])).find((o) => o.kind === 'Deployment')!;
+    expect(pick(deployment)).toEqual(want);
+  });
+
   it('keeps its namespace when uninstalled or switched to namespace.create=false (Helm would delete it, and everything in it)', () => {
     const ns = objects(helmTemplate(helm)).find((o) => o.kind === 'Namespace')!;
     expect(ns.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
@@ -304,6 +329,10 @@ describe('the chart', () => {
     ['an added capability', ['--set', 'securityContext.capabilities.add[0]=SYS_ADMIN'], 'capabilities'],
     ['an unconfined seccomp profile', ['--set', 'securityContext.seccompProfile.type=Unconfined'], 'seccompProfile'],
     ['a Localhost seccomp profile without its file', ['--set', 'podSecurityContext.seccompProfile.type=Localhost'], 'localhostProfile'],
+    ['no webhook replica', ['--set', 'webhook.replicas=0'], 'replicas'],
+    ['a webhook spread that counts no pods (no labelSelector)', ['--set-json', 'webhook.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"ScheduleAnyway"}]'],
+      'labelSelector'],
+    ['an affinity of another kind for the webhook', ['--set', 'webhook.affinity.nodeSelector.x=y'], 'nodeSelector'],
   ])('refuses %s, naming the value', (_what, args, names) => {
     const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
