@@ -72,8 +72,9 @@ function withExtraMetadata(doc: string): string {
 }
 
 /**
- * The chart's webhook template: webhook.yaml, with its namespace, image, replicas, priority
- * class, log level, resources, placement, pod labels and annotations, extra labels and
+ * The chart's webhook template: webhook.yaml, with its namespace, image and pull secrets,
+ * replicas, priority class, log level, resources, placement (node selector, affinity,
+ * tolerations, spread), pod labels and annotations, extra labels and
  * annotations from the values; its PodDisruptionBudget only with more than one
  * replica (minAvailable 1 of 1 would block every drain).
  */
@@ -93,9 +94,15 @@ export function webhookTemplate(): string {
     .replace(/^( {6})labels:\n( {8})app\.kubernetes\.io\/name: ownerrefs-webhook\n/m,
       '$1labels:\n$2app.kubernetes.io/name: ownerrefs-webhook\n$2{{- with .Values.webhook.podLabels }}\n$2{{- toYaml . | nindent 8 }}\n$2{{- end }}\n' +
       '$1{{- with .Values.webhook.podAnnotations }}\n$1annotations:\n$2{{- toYaml . | nindent 8 }}\n$1{{- end }}\n')
+    .replace(/^( {6})serviceAccountName: ownerrefs-webhook\n/m,
+      '$1serviceAccountName: ownerrefs-webhook\n$1{{- with .Values.imagePullSecrets }}\n$1imagePullSecrets:\n$1{{- toYaml . | nindent 6 }}\n$1{{- end }}\n')
     .replace(/^( {6})enableServiceLinks: false\n/m,
       '$1{{- with .Values.webhook.nodeSelector }}\n$1nodeSelector:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
+      '$1{{- with .Values.webhook.affinity }}\n$1affinity:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
       '$1{{- with .Values.webhook.tolerations }}\n$1tolerations:\n$1{{- toYaml . | nindent 6 }}\n$1{{- end }}\n$1enableServiceLinks: false\n')
+    // webhook.yaml's spread over nodes is the value's default.
+    .replace(/^( {6})topologySpreadConstraints:\n(?: {6}[- ] .*\n)+/m,
+      '$1{{- with .Values.webhook.topologySpreadConstraints }}\n$1topologySpreadConstraints:\n$1{{- toYaml . | nindent 6 }}\n$1{{- end }}\n')
     .replace(/^( {8})resources:\n {10}requests: \{cpu: 20m, memory: 96Mi\}\n {10}limits: \{memory: 256Mi\}\n/m,
       '$1resources:\n$1  {{- toYaml .Values.webhook.resources | nindent 10 }}\n');
   const SELF = 'eq .Values.webhook.tls.mode "selfManaged"';
@@ -118,7 +125,14 @@ export function webhookTemplate(): string {
     // Self-managed TLS only: the Secret and the caBundle it keeps.
     if (/^kind: (Role|RoleBinding|ClusterRole|ClusterRoleBinding)$/m.test(doc)) return `{{- if ${SELF} }}\n${doc}\n{{- end }}`;
     if (/^kind: MutatingWebhookConfiguration$/m.test(doc)) {
-      return doc.replace(/^metadata:\n/m, 'metadata:\n  {{- if eq .Values.webhook.tls.mode "certManager" }}\n  annotations:\n    cert-manager.io/inject-ca-from: {{ .Values.namespace.name }}/ownerrefs-webhook\n  {{- end }}\n');
+      // cert-manager's CA injector reads its annotation beside the extra ones, in one map: two
+      // annotations keys are one too many for a YAML parser, which keeps only one of them.
+      const extra = '  {{- with .Values.extraAnnotations }}\n  annotations:\n';
+      if (!doc.includes(extra)) throw new Error('webhook.yaml: the MutatingWebhookConfiguration has no extraAnnotations block');
+      return doc.replace(extra, '  {{- $annotations := deepCopy (.Values.extraAnnotations | default (dict)) }}\n' +
+        '  {{- if eq .Values.webhook.tls.mode "certManager" }}\n' +
+        '  {{- $_ := set $annotations "cert-manager.io/inject-ca-from" (printf "%s/ownerrefs-webhook" .Values.namespace.name) }}\n' +
+        '  {{- end }}\n  {{- with $annotations }}\n  annotations:\n');
     }
     return doc;
   });

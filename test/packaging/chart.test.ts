@@ -134,6 +134,37 @@ describe('the chart', () => {
     expect(objs.some((o) => o.kind === 'Certificate')).toBe(mode === 'certManager');
   });
 
+  // Every TLS mode with every combination of extra metadata, parsed by a YAML parser that refuses duplicate keys:
+  // the API server's keeps one of two annotations maps, and cert-manager's CA injector would lose its own.
+  const TLS_MODES: Record<string, string[]> = {
+    selfManaged: [],
+    certManager: ['--set', 'webhook.tls.mode=certManager'],
+    "certManager with the cluster's issuer": ['--set', 'webhook.tls.mode=certManager', '--set', 'webhook.tls.certManager.issuerRef.name=corp-ca',
+      '--set', 'webhook.tls.certManager.issuerRef.kind=ClusterIssuer', '--set', 'webhook.tls.certManager.issuerRef.group=cert-manager.io'],
+    existingSecret: ['--set', 'webhook.tls.mode=existingSecret', '--set', 'webhook.tls.existingSecret=my-tls', '--set', 'webhook.tls.caBundle=Y2E='],
+  };
+  const EXTRAS = { 'no extras': { labels: false, annotations: false }, 'extraLabels only': { labels: true, annotations: false },
+    'extraAnnotations only': { labels: false, annotations: true }, 'extraLabels and extraAnnotations': { labels: true, annotations: true } };
+  it.each(Object.entries(TLS_MODES).flatMap(([mode, tls]) => Object.entries(EXTRAS).map(([extras, on]) => ({ mode, tls, extras, ...on }))))(
+    'renders webhook TLS $mode with $extras without a duplicate key, the CA injector\'s annotation beside the extra one', ({ mode, tls, labels, annotations }) => {
+      const args = ['--set', 'webhook.enabled=true', ...tls, ...(labels ? ['--set', 'extraLabels.team=platform'] : []), ...(annotations ? ['--set', 'extraAnnotations.a=b'] : [])];
+      const objs = strictObjects(helmTemplate(helm, args));
+      const config = objs.find((o) => o.kind === 'MutatingWebhookConfiguration')!;
+      expect(config.metadata.annotations).toEqual(mode.startsWith('certManager') || annotations ? {
+        ...(mode.startsWith('certManager') ? { 'cert-manager.io/inject-ca-from': 'ownerrefs-system/ownerrefs-webhook' } : {}),
+        ...(annotations ? { a: 'b' } : {}),
+      } : undefined);
+      expect(config.metadata.labels).toEqual({ 'app.kubernetes.io/name': 'ownerrefs-webhook', ...(labels ? { team: 'platform' } : {}) });
+      const without = objs.filter((o) => (labels && o.metadata.labels?.team !== 'platform') || (annotations && o.metadata.annotations?.a !== 'b')).map((o) => `${o.kind}/${o.metadata.name}`);
+      expect(without).toEqual([]);
+    });
+
+  it('keeps cert-manager\'s annotation when extraAnnotations names the same key', () => {
+    const objs = strictObjects(helmTemplate(helm, ['--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=certManager',
+      '--set', 'extraAnnotations.cert-manager\\.io/inject-ca-from=elsewhere/other']));
+    expect(objs.find((o) => o.kind === 'MutatingWebhookConfiguration')!.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': 'ownerrefs-system/ownerrefs-webhook' });
+  });
+
   it('refuses existingSecret mode without the Secret or the CA, saying which', () => {
     const r = spawnSync(helm, ['template', 'x', CHART, '--set', 'webhook.enabled=true', '--set', 'webhook.tls.mode=existingSecret', '--set', 'webhook.tls.existingSecret=s'], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
@@ -236,6 +267,31 @@ describe('the chart', () => {
     expect(set.spec.containers[0].resources).toEqual({ requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '512Mi' } });
   });
 
+  const SPREAD = { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' } } };
+  it.each([
+    ['replicas', ['--set', 'webhook.replicas=3'], (d: Obj) => d.spec.replicas, 3],
+    ['the default spread over nodes', [], (d: Obj) => d.spec.template.spec.topologySpreadConstraints, [SPREAD]],
+    ['topologySpreadConstraints', ['--set-json', 'webhook.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule",' +
+      '"labelSelector":{"matchLabels":{"app.kubernetes.io/name":"ownerrefs-webhook"}}}]'],
+    (d: Obj) => d.spec.template.spec.topologySpreadConstraints, [{ ...SPREAD, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' }]],
+    ['no spread', ['--set-json', 'webhook.topologySpreadConstraints=[]'], (d: Obj) => d.spec.template.spec.topologySpreadConstraints, undefined],
+    ['no affinity by default', [], (d: Obj) => d.spec.template.spec.affinity, undefined],
+    ['affinity', ['--set-json', 'webhook.affinity={"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"kubernetes.io/hostname",' +
+      '"labelSelector":{"matchLabels":{"app.kubernetes.io/name":"ownerrefs-webhook"}}}]}}'],
+    (d: Obj) => d.spec.template.spec.affinity, { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname',
+      labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' } } }] } }],
+    ['nodeSelector', ['--set', 'webhook.nodeSelector.pool=system'], (d: Obj) => d.spec.template.spec.nodeSelector, { pool: 'system' }],
+    ['tolerations', ['--set', 'webhook.tolerations[0].key=dedicated', '--set', 'webhook.tolerations[0].operator=Exists'], (d: Obj) => d.spec.template.spec.tolerations,
+      [{ key: 'dedicated', operator: 'Exists' }]],
+    ['priorityClassName', ['--set', 'webhook.priorityClassName=platform-critical'], (d: Obj) => d.spec.template.spec.priorityClassName, 'platform-critical'],
+    ['resources', ['--set', 'webhook.resources.requests.cpu=50m'], (d: Obj) => d.spec.template.spec.containers[0].resources,
+      { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '256Mi' } }],
+    ['imagePullSecrets, the agent\'s too', ['--set', 'imagePullSecrets[0].name=regcred'], (d: Obj) => d.spec.template.spec.imagePullSecrets, [{ name: 'regcred' }]],
+  ] as [string, string[], (deployment: Obj) => unknown, unknown][])('renders the webhook Deployment\'s %s', (_what, args, pick, want) => {
+    const deployment = strictObjects(helmTemplate(helm, ['--set', 'webhook.enabled=true', ...args])).find((o) => o.kind === 'Deployment')!;
+    expect(pick(deployment)).toEqual(want);
+  });
+
   it('keeps its namespace when uninstalled or switched to namespace.create=false (Helm would delete it, and everything in it)', () => {
     const ns = objects(helmTemplate(helm)).find((o) => o.kind === 'Namespace')!;
     expect(ns.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
@@ -273,6 +329,10 @@ describe('the chart', () => {
     ['an added capability', ['--set', 'securityContext.capabilities.add[0]=SYS_ADMIN'], 'capabilities'],
     ['an unconfined seccomp profile', ['--set', 'securityContext.seccompProfile.type=Unconfined'], 'seccompProfile'],
     ['a Localhost seccomp profile without its file', ['--set', 'podSecurityContext.seccompProfile.type=Localhost'], 'localhostProfile'],
+    ['no webhook replica', ['--set', 'webhook.replicas=0'], 'replicas'],
+    ['a webhook spread that counts no pods (no labelSelector)', ['--set-json', 'webhook.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"ScheduleAnyway"}]'],
+      'labelSelector'],
+    ['an affinity of another kind for the webhook', ['--set', 'webhook.affinity.nodeSelector.x=y'], 'nodeSelector'],
   ])('refuses %s, naming the value', (_what, args, names) => {
     const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
