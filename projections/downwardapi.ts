@@ -2,7 +2,8 @@
 // as the kubelet renders them, plus one field the kubelet lacks: metadata.ownerReferences
 // in the KEP-4753 format. Pure: pod (and node allocatable) in, files out.
 //
-// The agent's CSI driver renders here an ownerrefs.dev CSI volume whose attribute
+// Retired form, still served: nothing new is made in it. The agent's CSI driver renders
+// here an ownerrefs.dev CSI volume whose attribute
 // `downwardAPI` holds a downwardAPI volume source as JSON (written by hand, or stored in a
 // template by earlier versions of the webhook, which made that of the KEP's syntax; the
 // webhook now points the syntax at pod annotations the kubelet renders: annotations.ts). The

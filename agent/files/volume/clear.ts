@@ -1,5 +1,7 @@
 // CSI unpublish's side of the writer: steps 10-12 of writer.ts, whose doc comment draws
-// the layout and numbers the steps. Everything is relative to descriptors opened
+// the layout and numbers the steps. The sweep by listing exists for CSI volumes stored in the
+// retired form (a `downwardAPI` attribute: projections/downwardapi.ts), whose items name
+// their own files; a volume without one holds only the agent's fixed file names. Everything is relative to descriptors opened
 // O_NOFOLLOW, as in the writer; nothing here creates or writes a file.
 
 import { MAX_DEPTH, RESERVED_NAME_PREFIX as TEMP_PREFIX } from '../../../projections/downwardapi.ts';
