@@ -2,8 +2,8 @@
 // once, processed by at most one worker at a time, and re-run if it was added
 // while being processed. Retries use a per-key exponential backoff.
 
-import { Backoff, realClock, type Clock } from '../common/clock.ts';
-import { SYNC_RETRY } from '../common/defaults.ts';
+import { Backoff, realClock, type Clock } from './clock.ts';
+import { SYNC_RETRY } from './defaults.ts';
 
 export interface QueueOptions {
   concurrency: number;
