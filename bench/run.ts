@@ -31,7 +31,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NODE_FLAGS } from '../agent/config.ts';
-import { TMP, buildAgent, buildVariants, bundleAgent, fsType, startAgent, type RunningAgentProc } from './support/agent.ts';
+import { TMP, buildAgent, buildVariants, bundleAgent, fsType, startAgent } from './support/agent.ts';
+import type { AgentProcess } from '../localcluster/agentproc.ts';
 import { renderChart } from './support/chart.ts';
 import { startBenchCluster } from './support/cluster.ts';
 import { ProbeProcess } from './support/ipc.ts';
@@ -200,13 +201,14 @@ async function main(): Promise<void> {
     const mo = { say, quietCpuS: flags.profile ? 0.015 : 0.002, quietProbe: flags['quiet-probe'] };
     await cluster.allowFollowing('configmaps');
     /** Starts an agent with the node labelled to follow owners; the label goes when that agent stops. */
-    const withFeatures = async (start: () => Promise<RunningAgentProc>): Promise<RunningAgentProc> => {
+    const withFeatures = async (start: () => Promise<AgentProcess>): Promise<AgentProcess> => {
       await cluster.setNodeLabel('ownerrefs.dev/follow-owners', 'true');
       const a = await start();
       const stop = a.stop.bind(a);
-      a.stop = async () => {
-        await stop();
+      a.stop = async (...args) => {
+        const code = await stop(...args);
         await cluster.setNodeLabel('ownerrefs.dev/follow-owners', null);
+        return code;
       };
       return a;
     };
@@ -224,7 +226,7 @@ async function main(): Promise<void> {
 
     // --- Idle: no pod on the node has opted in.
     const idle: Record<string, unknown> = {};
-    const idleRuns: [string, () => Promise<RunningAgentProc>][] = [[SHIPPED_IDLE, () => run(mainJs)], [FEATURES_LABEL, () => withFeatures(() => run(mainJs, featureArgs(work)))],
+    const idleRuns: [string, () => Promise<AgentProcess>][] = [[SHIPPED_IDLE, () => run(mainJs)], [FEATURES_LABEL, () => withFeatures(() => run(mainJs, featureArgs(work)))],
       [FOLLOW_LABEL, () => withFeatures(() => run(mainJs, followArgs))]];
     if (flags.extras) {
       for (const v of IDLE_VARIANTS) idleRuns.push([v.label, () => run(mainJs, [], v)]);
@@ -284,7 +286,7 @@ async function main(): Promise<void> {
     // --- Every optional feature on, at the largest N, in this same run (the same budget).
     say(`every optional feature on at N=${pods.length}`);
     await reset(pods);
-    const atLargest = (start: () => Promise<RunningAgentProc>) => measureN(pods.length, pods, cluster, floor, files, start, mo);
+    const atLargest = (start: () => Promise<AgentProcess>) => measureN(pods.length, pods, cluster, floor, files, start, mo);
     const withEveryFeature = () => withFeatures(() => run(mainJs, featureArgs(work)));
     const featuresOn = { variant: FEATURES_LABEL, ...await atLargest(withEveryFeature) };
     result.featuresOn = featuresOn;
@@ -363,7 +365,7 @@ function pairOf(r: Record<string, unknown>): PairRun['defaults'] {
 }
 
 /** CPU of the periodic full verification (--resync-seconds=5, three rounds in 15.5 s). */
-async function measureResync(agent: RunningAgentProc, n: number): Promise<Record<string, unknown>> {
+async function measureResync(agent: AgentProcess, n: number): Promise<Record<string, unknown>> {
   const windowMs = 3 * RESYNC_S * 1000 + 500;
   await waitUntil(() => agent.ready(), 'agent ready');
   await sleep(RESYNC_S * 1000 / 2); // the start-up sync done, between two rounds

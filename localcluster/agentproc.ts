@@ -8,7 +8,6 @@ import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type Ku
 import { parseAllDocuments } from 'yaml';
 import { AGENT_ENV, NODE_FLAGS } from '../agent/config.ts';
 import { IMAGES } from './node/realnode.ts';
-import { waitFor } from './wait.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'agent', 'main.ts');
@@ -83,73 +82,128 @@ export async function serviceAccountKubeconfig(admin: KubeConfig, sa: { namespac
 export interface AgentProcess {
   readonly healthPort: number;
   readonly child: ChildProcess;
+  readonly pid: number;
+  /** CLOCK_MONOTONIC ms (process.hrtime) at spawn, and when the 'agent started' log line arrived. */
+  readonly spawnedAt: number;
+  readonly startedAt: number;
   /** Parsed JSON log lines so far. */
   readonly lines: Record<string, unknown>[];
   logs(): string;
   get(pathname: string): Promise<{ status: number; body: string }>;
+  /** Every series of /metrics, by its name with labels. */
+  metrics(): Promise<Map<string, number>>;
   /** Counter value from /metrics, summed over label sets matching `labels` (substring). */
   metric(name: string, labels?: string): Promise<number>;
+  /** /readyz answers 200; throws once the agent has exited. */
+  ready(): Promise<boolean>;
   /**
    * For a failure message: the agent's watch and request metrics and the tail of its log.
    * Never throws and never hangs (a stopped or frozen agent answers nothing).
    */
   report(): Promise<string>;
-  /** SIGTERM (default) or SIGKILL; resolves with the exit code. */
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** SIGTERM (default) or SIGKILL, then SIGKILL after `killAfterMs` if given; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals, killAfterMs?: number): Promise<number | null>;
 }
 
 /** Series a failure report shows: is the agent connected, how often did it reconnect or relist, what did it ask. */
 const REPORTED_METRICS = ['ownerrefs_watch_starts_total', 'ownerrefs_relists_total', 'ownerrefs_first_states_total', 'ownerrefs_api_requests_total', 'ownerrefs_pods_tracked', 'ownerrefs_volumes_tracked'];
 const REPORTED_LOG_LINES = 60;
 
+// Agents still running when the process exits (a crash, say) go with it.
 const running = new Set<ChildProcess>();
 process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
 
+const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+/**
+ * The one way tests, benchmarks, the soak and the demo run an agent: `main` (default
+ * agent/main.ts from source; the benchmarks and the soak pass a compiled one) with the flags it
+ * ships with, on this machine, its health server on a free loopback port.
+ */
 export async function startAgentProcess(opts: {
   kubeconfig: string; nodeName: string; kubeletRoot: string; args?: string[];
-  /** Entry point; default agent/main.ts run from source. The soak passes the compiled one. */
+  /** Entry point; default agent/main.ts run from source. */
   main?: string;
   env?: Record<string, string>;
-  /** Node flags after NODE_FLAGS (later ones win): a V8 setting to try under the soak. */
+  /** The Node flags the agent ships with; default NODE_FLAGS (a baseline build passes its own). */
+  nodeFlags?: readonly string[];
+  /** Node flags after those (later ones win): --cpu-prof, or a V8 setting to try under the soak. */
   extraNodeFlags?: string[];
+  /** Default debug (tests read its lines); the benchmarks run info, as shipped. */
+  logLevel?: string;
+  /** How long it may take to log 'agent started'. */
+  startTimeoutMs?: number;
+  /** stop()'s SIGKILL after this long, when it is given no bound of its own (default: none). */
+  killAfterMs?: number;
 }): Promise<AgentProcess> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, ...(opts.extraNodeFlags ?? []), opts.main ?? MAIN, 'run',
+  const spawnedAt = monotonicMs();
+  const child = spawn(process.execPath, [...(opts.nodeFlags ?? NODE_FLAGS), ...(opts.extraNodeFlags ?? []), opts.main ?? MAIN, 'run',
     `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
-    '--health-addr=127.0.0.1:0', '--log-level=debug', ...(opts.args ?? [])],
+    '--health-addr=127.0.0.1:0', `--log-level=${opts.logLevel ?? 'debug'}`, ...(opts.args ?? [])],
   { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV, ...opts.env } });
   running.add(child);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
   let raw = '';
   const lines: Record<string, unknown>[] = [];
   let partial = '';
+  let started: (line: { healthPort: number; at: number }) => void;
+  const startLine = new Promise<{ healthPort: number; at: number }>((r) => (started = r));
   child.stdout!.on('data', (d: Buffer) => {
+    const at = monotonicMs();
     raw += d.toString();
     partial += d.toString();
     const parts = partial.split('\n');
     partial = parts.pop()!;
     for (const l of parts) {
-      try { lines.push(JSON.parse(l) as Record<string, unknown>); } catch { /* not JSON */ }
+      try {
+        const j = JSON.parse(l) as Record<string, unknown>;
+        lines.push(j);
+        if (j.msg === 'agent started') started({ healthPort: j.healthPort as number, at });
+      } catch { /* not JSON */ }
     }
   });
   child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
-  const started = await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`agent exited ${child.exitCode}:\n${raw}`);
-    return lines.find((l) => l.msg === 'agent started');
-  }, { timeoutMs: 30_000, describe: 'agent start', diagnostics: () => raw.slice(-4000) });
-  const healthPort = started.healthPort as number;
+  const timeoutMs = opts.startTimeoutMs ?? 30_000;
+  let timer: NodeJS.Timeout | undefined;
+  // Rejects only if the agent exits before it started; handled here, so a later exit is no unhandled rejection.
+  const diedFirst = exited.then((code) => { throw new Error(`agent exited ${code}:\n${raw}`); });
+  diedFirst.catch(() => {});
+  const { healthPort, at: startedAt } = await Promise.race([
+    startLine,
+    diedFirst,
+    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`agent start: no 'agent started' line within ${timeoutMs} ms\n${raw.slice(-4000)}`)), timeoutMs); }),
+  ]).finally(() => clearTimeout(timer));
   const get = async (pathname: string) => {
     const res = await fetch(`http://127.0.0.1:${healthPort}${pathname}`);
     return { status: res.status, body: await res.text() };
   };
+  const metrics = async () => {
+    const m = new Map<string, number>();
+    for (const l of (await get('/metrics')).body.split('\n')) {
+      if (!l || l.startsWith('#')) continue;
+      const sp = l.lastIndexOf(' ');
+      m.set(l.slice(0, sp), Number(l.slice(sp + 1)));
+    }
+    return m;
+  };
   return {
-    healthPort, child, lines,
+    healthPort, child, pid: child.pid!, spawnedAt, startedAt, lines,
     logs: () => raw,
     get,
+    metrics,
     async metric(name, labels = '') {
       const { body } = await get('/metrics');
       return body.split('\n')
         .filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
         .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    },
+    async ready() {
+      if (child.exitCode !== null) throw new Error(`the agent exited (${child.exitCode}) before it was ready: ${raw.slice(-2000)}`);
+      try {
+        return (await fetch(`http://127.0.0.1:${healthPort}/readyz`)).status === 200;
+      } catch {
+        return false;
+      }
     },
     async report() {
       const exit = child.exitCode !== null || child.signalCode !== null ? ` (exited: code ${child.exitCode}, signal ${child.signalCode})` : '';
@@ -159,9 +213,12 @@ export async function startAgentProcess(opts: {
       return `--- agent pid ${child.pid}${exit}: watch metrics ---\n${metrics}\n` +
         `--- agent log (last ${REPORTED_LOG_LINES} lines) ---\n${raw.split('\n').slice(-REPORTED_LOG_LINES - 1).join('\n')}`;
     },
-    async stop(signal = 'SIGTERM') {
+    async stop(signal = 'SIGTERM', killAfterMs = opts.killAfterMs) {
       if (child.exitCode === null) child.kill(signal);
-      return exited;
+      const t = killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+      const code = await exited;
+      clearTimeout(t);
+      return code;
     },
   };
 }

@@ -2,11 +2,11 @@
 // as in the Dockerfile) and reads its /metrics. Also builds a "baseline" agent from a
 // git ref, to measure memory before and after a change on the same cluster.
 
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { nowMs } from './stats.ts';
-import { AGENT_ENV, NODE_FLAGS } from '../../agent/config.ts';
+import { NODE_FLAGS } from '../../agent/config.ts';
+import { startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 export const TMP = path.join(ROOT, 'bench', 'results', 'tmp'); // git-ignored
@@ -95,97 +95,23 @@ export function fsType(dir: string): string {
   }
 }
 
-export interface RunningAgentProc {
-  child: ChildProcess;
-  pid: number;
-  healthPort: number;
-  /** CLOCK_MONOTONIC ms at spawn, and when the 'agent started' log line arrived. */
-  spawnedAt: number;
-  startedAt: number;
-  metrics(): Promise<Map<string, number>>;
-  /** Sum of a metric over label sets containing `labels`. */
-  metric(name: string, labels?: string): Promise<number>;
-  ready(): Promise<boolean>;
-  stop(): Promise<void>;
-  logs(): string;
-}
-
-// Agents still running when the bench exits (a crash, say) go with it.
-const running = new Set<ChildProcess>();
-process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
-
-export async function startAgent(opts: {
+/**
+ * The agent the way it ships (compiled, NODE_ENV=production, logging at info), through the
+ * one spawner the tests use too; a stop that takes over 10 s is ended with SIGKILL.
+ */
+export function startAgent(opts: {
   main: string; kubeconfig: string; nodeName: string; kubeletRoot: string; args?: string[];
-  /** Node's own flags, e.g. --cpu-prof, after `nodeFlags`. */
-  nodeArgs?: string[];
   /** The flags the agent ships with (agent/config.ts NODE_FLAGS, as the Dockerfile runs it). */
   nodeFlags?: readonly string[];
-  /** Added to the environment (which has NODE_ENV=production). */
+  /** Node's own flags, e.g. --cpu-prof, after `nodeFlags`. */
+  nodeArgs?: string[];
   env?: Record<string, string>;
-}): Promise<RunningAgentProc> {
-  const spawnedAt = nowMs();
-  const child = spawn(process.execPath, [...(opts.nodeFlags ?? NODE_FLAGS), ...(opts.nodeArgs ?? []), opts.main, 'run',
-    `--node-name=${opts.nodeName}`, `--kubeconfig=${opts.kubeconfig}`, `--kubelet-root=${opts.kubeletRoot}`,
-    '--health-addr=127.0.0.1:0', '--log-level=info', ...(opts.args ?? [])],
-  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV, NODE_ENV: 'production', ...opts.env } });
-  running.add(child);
-  child.once('exit', () => running.delete(child));
-  let raw = '';
-  const started = new Promise<{ port: number; at: number }>((resolve, reject) => {
-    let partial = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      const at = nowMs();
-      raw += d.toString();
-      partial += d.toString();
-      const lines = partial.split('\n');
-      partial = lines.pop()!;
-      for (const l of lines) {
-        try {
-          const j = JSON.parse(l) as { msg?: string; healthPort?: number };
-          if (j.msg === 'agent started') resolve({ port: j.healthPort!, at });
-        } catch { /* not JSON */ }
-      }
-    });
-    child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
-    child.once('exit', (code) => reject(new Error(`agent exited ${code} before starting:\n${raw.slice(-3000)}`)));
+}): Promise<AgentProcess> {
+  return startAgentProcess({
+    main: opts.main, kubeconfig: opts.kubeconfig, nodeName: opts.nodeName, kubeletRoot: opts.kubeletRoot, args: opts.args ?? [],
+    ...(opts.nodeFlags ? { nodeFlags: opts.nodeFlags } : {}), extraNodeFlags: opts.nodeArgs ?? [],
+    env: { NODE_ENV: 'production', ...opts.env }, logLevel: 'info', startTimeoutMs: 300_000, killAfterMs: 10_000,
   });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const { port, at } = await started;
-  const metrics = async () => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const m = new Map<string, number>();
-    for (const l of text.split('\n')) {
-      if (!l || l.startsWith('#')) continue;
-      const sp = l.lastIndexOf(' ');
-      m.set(l.slice(0, sp), Number(l.slice(sp + 1)));
-    }
-    return m;
-  };
-  return {
-    child, pid: child.pid!, healthPort: port, spawnedAt, startedAt: at, metrics,
-    async metric(name, labels = '') {
-      let n = 0;
-      for (const [k, v] of await metrics()) {
-        if ((k === name || k.startsWith(`${name}{`)) && k.includes(labels)) n += v;
-      }
-      return n;
-    },
-    async ready() {
-      if (child.exitCode !== null) throw new Error(`the agent exited (${child.exitCode}) before it was ready: ${raw.slice(-2000)}`);
-      try {
-        return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
-      } catch {
-        return false;
-      }
-    },
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(t);
-    },
-    logs: () => raw,
-  };
 }
 
 /** Per-bucket counts of a Prometheus histogram from a metrics map (cumulative `le` buckets). */

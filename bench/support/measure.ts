@@ -4,7 +4,8 @@
 // stops it at the end.
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { histogram, type RunningAgentProc } from './agent.ts';
+import { histogram } from './agent.ts';
+import type { AgentProcess } from '../../localcluster/agentproc.ts';
 import type { BenchCluster } from './cluster.ts';
 import type { ProbeProcess } from './ipc.ts';
 import { loadavg } from './machine.ts';
@@ -45,8 +46,8 @@ export interface MeasureOptions {
 }
 
 export async function measureN(n: number, pods: BenchPod[], cluster: BenchCluster, floor: ProbeProcess, files: ProbeProcess,
-  start: () => Promise<RunningAgentProc>, o: MeasureOptions): Promise<Record<string, unknown>> {
-  let agent: RunningAgentProc | undefined;
+  start: () => Promise<AgentProcess>, o: MeasureOptions): Promise<Record<string, unknown>> {
+  let agent: AgentProcess | undefined;
   try {
     return await measure(n, pods, cluster, floor, files, async () => (agent = await start()), o);
   } finally {
@@ -55,7 +56,7 @@ export async function measureN(n: number, pods: BenchPod[], cluster: BenchCluste
 }
 
 async function measure(n: number, pods: BenchPod[], cluster: BenchCluster, floor: ProbeProcess, files: ProbeProcess,
-  start: () => Promise<RunningAgentProc>, o: MeasureOptions): Promise<Record<string, unknown>> {
+  start: () => Promise<AgentProcess>, o: MeasureOptions): Promise<Record<string, unknown>> {
   const say = o.say;
   const out: Record<string, unknown> = { n, load: loadavg() };
   const apf0 = await cluster.agentRequests();
@@ -249,7 +250,7 @@ function heapOf(m: Map<string, number>): Record<string, number> {
 }
 
 /** Times /healthz every 50 ms until stopped; returns the response times in ms. */
-function pollHealth(agent: RunningAgentProc): { stop(): Promise<number[]> } {
+function pollHealth(agent: AgentProcess): { stop(): Promise<number[]> } {
   const times: number[] = [];
   let running = true;
   const loop = (async () => {
