@@ -13,7 +13,7 @@ import { annotationRead, fieldRefs, REWRITTEN_FIELDS, unknownAnnotationRead } fr
 import { describe } from '../common/validation.ts';
 import { ANNOTATION_KEYS, ANNOTATIONS, annotationField } from '../../projections/names.ts';
 
-export type PatchOp = { op: 'replace' | 'add'; path: string; value: unknown };
+export type PatchOp = { op: 'replace' | 'add'; path: string; value: unknown } | { op: 'remove'; path: string };
 
 export interface SpecRewrite {
   ops: PatchOp[];

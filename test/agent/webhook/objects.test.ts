@@ -127,6 +127,37 @@ describe('a Pod in KEP-4753 syntax', () => {
   });
 });
 
+// Whatever a pod's spec reads, an ownerrefs.dev/ annotation on it was written by the webhook
+// or the agent: at creation, an author's own value of any of the eleven is set from the truth or removed.
+describe('a Pod created carrying our annotations', () => {
+  const plainSpec = () => ({ containers: [{ name: 'app', image: 'busybox' }] });
+  const readsOwners = () => ({ containers: [{ name: 'app', image: 'busybox', env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: READS_OWNERS } } }] }] });
+  const readsNode = () => ({ containers: [{ name: 'app', image: 'busybox' }], volumes: [{ name: 'p', downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: "metadata.annotations['ownerrefs.dev/node-owner-references']" } }] } }] });
+  const pod = (spec: unknown, annotations: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns', annotations, ownerReferences: [KEP_OWNERS[0]] }, spec });
+  const forged = Object.fromEntries(ANNOTATION_KEYS.map((k) => [k, 'payments']));
+
+  it.each([
+    { what: 'one key, read by nothing', spec: plainSpec(), annotations: { 'ownerrefs.dev/workload-name': 'payments', keep: 'me' }, after: { keep: 'me' } },
+    { what: 'all eleven keys, read by nothing', spec: plainSpec(), annotations: { ...forged, keep: 'me' }, after: { keep: 'me' } },
+    { what: 'a key not read beside one read', spec: readsOwners(), annotations: { [OWNERS_ANNOTATION]: 'forged', 'ownerrefs.dev/workload-owner-references': 'forged' },
+      after: { [OWNERS_ANNOTATION]: renderOwnerReferencesJson([KEP_OWNERS[0]!]) } },
+    { what: "the Node's key, which admission cannot know", spec: readsNode(), annotations: { 'ownerrefs.dev/node-owner-references': 'forged' }, after: {} },
+    { what: 'none of ours (the emptyDir opt-in and an unknown key of the prefix stay)', spec: plainSpec(),
+      annotations: { 'ownerrefs.dev/volume': 'podinfo', 'ownerrefs.dev/unknown': 'x' }, after: { 'ownerrefs.dev/volume': 'podinfo', 'ownerrefs.dev/unknown': 'x' } },
+  ])('$what: each set from the truth or removed', ({ spec, annotations, after }) => {
+    expect(mutated('Pod', pod(spec, annotations)).metadata.annotations).toEqual(after);
+  });
+
+  it('keeps them on an UPDATE, where they are the agent\'s', () => {
+    expect(mutate('Pod', pod(plainSpec(), forged), { update: true })).toEqual({ allowed: true, patch: [], changed: [], annotations: [], warnings: [] });
+  });
+
+  it('says in the log which it removed', () => {
+    const m = mutate('Pod', pod(plainSpec(), { 'ownerrefs.dev/workload-name': 'payments' }));
+    expect(m.allowed && m.changed).toEqual(['annotation ownerrefs.dev/workload-name removed']);
+  });
+});
+
 describe.each(WORKLOAD_KINDS)('a %s in KEP-4753 syntax', (kind) => {
   it('has its template\'s fieldRefs pointed at the annotations, and no annotation set on it or its template', () => {
     const obj = workload(kind, kepSpec({ init: true }));
