@@ -136,7 +136,7 @@ describe('a Pod created carrying our annotations', () => {
   const pod = (spec: unknown, annotations: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns', annotations, ownerReferences: [KEP_OWNERS[0]] }, spec });
   const forged = Object.fromEntries(ANNOTATION_KEYS.map((k) => [k, 'payments']));
 
-  it.each([
+  it.each<{ what: string; spec: unknown; annotations: Record<string, string>; after: Record<string, string> }>([
     { what: 'one key, read by nothing', spec: plainSpec(), annotations: { 'ownerrefs.dev/workload-name': 'payments', keep: 'me' }, after: { keep: 'me' } },
     { what: 'all eleven keys, read by nothing', spec: plainSpec(), annotations: { ...forged, keep: 'me' }, after: { keep: 'me' } },
     { what: 'a key not read beside one read', spec: readsOwners(), annotations: { [OWNERS_ANNOTATION]: 'forged', 'ownerrefs.dev/workload-owner-references': 'forged' },
