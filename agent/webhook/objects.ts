@@ -6,7 +6,7 @@ import { annotationsReadBy, annotationValue, CHAIN_KEYS } from '../../projection
 import type { ControllerChain } from '../../projections/chain.ts';
 import { isRecord, type OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
-import { pointer, rewriteSpec, scanSpec, usesKepSyntax, type PatchOp, type RewriteContext, type ScannedSpec } from './podspec.ts';
+import { otelWarnings, pointer, rewriteSpec, scanSpec, usesKepSyntax, type PatchOp, type RewriteContext, type ScannedSpec } from './podspec.ts';
 import { ANNOTATION_KEYS, ANNOTATIONS, type AnnotationKey } from '../../projections/names.ts';
 import { workloadKindNamed } from '../kube/workloadkinds.ts';
 
@@ -16,8 +16,8 @@ export type Mutation =
   | { allowed: false; message: string };
 
 /** The answer for an object the webhook leaves as it is. */
-export function unchanged(): Mutation {
-  return { allowed: true, patch: [], changed: [], annotations: [], warnings: [] };
+export function unchanged(warnings: string[] = []): Mutation {
+  return { allowed: true, patch: [], changed: [], annotations: [], warnings };
 }
 
 function dig(obj: unknown, path: readonly string[]): unknown {
@@ -80,14 +80,15 @@ export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mu
   const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; namespace?: unknown; ownerReferences?: unknown; annotations?: unknown } | undefined;
   const existing = isRecord(meta?.annotations) ? meta.annotations : undefined;
   const authored = creating && existing ? ANNOTATION_KEYS.filter((k) => Object.hasOwn(existing, k)) : [];
-  if (!usesKepSyntax(scan) && reads.length === 0 && authored.length === 0) return unchanged();
+  const otel = otelWarnings(scan);
+  if (!usesKepSyntax(scan) && reads.length === 0 && authored.length === 0) return unchanged(otel);
   const name = objectName(meta);
   const { owners, refusals } = pod ? ownersOf(meta?.ownerReferences) : { owners: [], refusals: [] };
   if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
   const r = rewriteSpec(scan, opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {});
   const prefix = '/' + path.join('/');
   const patch = r.ops.map((op) => ({ ...op, path: prefix + op.path }));
-  const warnings = [...r.warnings];
+  const warnings = [...r.warnings, ...otel];
   if (owners.filter((o) => o.controller === true).length > 1) warnings.push('the pod lists more than one owner with controller: true; the API server refuses that for any pod');
   // The author's own values of our keys go first: those the spec reads are set below, the
   // others (and the Node's, which admission cannot know) stay unset until the agent writes them.

@@ -102,6 +102,16 @@ describe('a Pod in KEP-4753 syntax', () => {
     expect(dbg.allowed && dbg.warnings).toEqual([]);
   });
 
+  it('warns that OTEL_RESOURCE_ATTRIBUTES read through valueFrom breaks beside an injector that extends its value, and not the composed form', () => {
+    const otel = "metadata.annotations['ownerrefs.dev/otel-resource-attributes']";
+    const direct = mutate('Deployment', workload('Deployment', { containers: [{ name: 'app', env: [{ name: 'OTEL_RESOURCE_ATTRIBUTES', valueFrom: { fieldRef: { fieldPath: otel } } }] }] }));
+    expect(direct.allowed && direct.warnings).toEqual(['env app/OTEL_RESOURCE_ATTRIBUTES reads an ownerrefs.dev annotation through valueFrom: an injector that extends OTEL_RESOURCE_ATTRIBUTES ' +
+      '(the OpenTelemetry operator) makes the pod invalid; read it into a variable of its own and set OTEL_RESOURCE_ATTRIBUTES to "$(THAT_VARIABLE)" (docs/usage/workload-identity.md)']);
+    const composed = mutate('Pod', kepPod({ containers: [{ name: 'app', env: [{ name: 'OWNERREFS_OTEL_RESOURCE_ATTRIBUTES', valueFrom: { fieldRef: { fieldPath: otel } } },
+      { name: 'OTEL_RESOURCE_ATTRIBUTES', value: '$(OWNERREFS_OTEL_RESOURCE_ATTRIBUTES)' }] }] } as never));
+    expect(composed.allowed && composed.warnings).toEqual([]);
+  });
+
   it('is idempotent: a second pass over its own output changes nothing', () => {
     const once = mutated('Pod', kepPod(kepSpec({ init: true })));
     const again = mutate('Pod', once);
