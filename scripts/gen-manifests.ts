@@ -11,6 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { agentPolicy } from '../agent/manifests/agentpolicy.ts';
+import { annotationWritersPolicy } from '../agent/manifests/writerspolicy.ts';
 import { forbidReadingPolicy } from '../agent/manifests/forbidpolicy.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
@@ -142,10 +143,11 @@ export function webhookTemplate(): string {
 /** The chart's template of the agent's ValidatingAdmissionPolicy and its binding (agent/manifests/agentpolicy.ts). */
 export function agentPolicyTemplate(): string {
   const NS = 'NAMESPACE-PLACEHOLDER';
-  const docs = agentPolicy(NS).map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()).replaceAll(NS, '{{ .Values.namespace.name }}'));
-  return `# Generated from agent/manifests/agentpolicy.ts by scripts/gen-manifests.ts.
-# The agent may patch pods (the annotations the KEP's syntax reads); this policy bounds that
-# to those annotations, on pods of its own node. SECURITY.md.
+  const docs = [...agentPolicy(NS), ...annotationWritersPolicy(NS)].map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()).replaceAll(NS, '{{ .Values.namespace.name }}'));
+  return `# Generated from agent/manifests/agentpolicy.ts and writerspolicy.ts by scripts/gen-manifests.ts.
+# The agent may patch pods (the annotations the KEP's syntax reads); the first policy bounds
+# that to those annotations, on pods of its own node; the second lets no one else change them.
+# SECURITY.md.
 ${docs.join('\n---\n')}
 `;
 }

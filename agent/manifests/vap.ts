@@ -5,7 +5,8 @@ export interface PolicySpec {
   matchConstraints: Record<string, unknown>;
   matchConditions?: { name: string; expression: string }[];
   variables?: { name: string; expression: string }[];
-  validations: { expression: string; message: string; reason: string }[];
+  /** message, or messageExpression (CEL) to name what is refused. */
+  validations: ({ expression: string; reason: string } & ({ message: string } | { messageExpression: string }))[];
 }
 
 /** The policy `name` (failurePolicy Fail) and its binding of the same name, optionally limited to `matchResources`. */

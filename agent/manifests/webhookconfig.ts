@@ -3,9 +3,10 @@
 // the workload-kind table (kube/workloadkinds.ts): one webhook per place a pod spec lives.
 //
 // matchConditions make the API server call the webhook only for objects that use the KEP
-// syntax, and for Pods whose spec reads one of our annotations (a workload's pods, once the
-// webhook rewrote its template): every other pod is admitted without waiting on the webhook,
-// and without it when it is down. For the objects that match, failurePolicy is Fail: without
+// syntax, for Pods whose spec reads one of our annotations (a workload's pods, once the
+// webhook rewrote its template), and for Pods created carrying one (the webhook removes what
+// their author wrote): every other pod is admitted without waiting on the webhook, and
+// without it when it is down. For the objects that match, failurePolicy is Fail: without
 // the rewrite the API server refuses the KEP syntax, and a pod admitted without its annotation
 // would start with an empty value.
 
@@ -13,7 +14,7 @@ import { REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 import { ANNOTATION_KEYS, annotationField, WEBHOOK_CONFIG_NAME, WEBHOOK_NAMESPACE } from '../../projections/names.ts';
 import { WEBHOOK_TIMEOUT_SECONDS } from '../common/defaults.ts';
 import { rulesByGroup, WORKLOAD_KINDS, type WorkloadKind } from '../kube/workloadkinds.ts';
-import { celPath, specUses } from './cel.ts';
+import { celPath, celString, specUses } from './cel.ts';
 
 /** Field paths only the rewrite makes valid; and those, plus the annotations they become, for Pods. */
 const KEP_PATHS = Object.keys(REWRITTEN_FIELDS);
@@ -28,9 +29,15 @@ function matchExpression(path: readonly string[], paths: readonly string[]): str
   return `${guards.join(' && ')} && (${specUses(celPath('object', path), paths)})`;
 }
 
-/** The expression for each webhook of the configuration (a Pod's spec may also read our annotations as written). */
+/** CEL: the object carries one of our annotations (on a Pod being created, only the webhook may have set it: it removes the author's). */
+const CARRIES_OURS = `has(object.metadata.annotations) && [${ANNOTATION_KEYS.map(celString).join(', ')}].exists(k, k in object.metadata.annotations)`;
+
+/**
+ * The expression for each webhook of the configuration: a Pod's spec may also read our
+ * annotations as written, and a Pod that carries one is sent too, whatever it reads.
+ */
 export const MATCH: Readonly<Record<WorkloadKind['webhook'], string>> = Object.fromEntries(HOOKS.map(({ name, kinds }) =>
-  [name, matchExpression(kinds[0]!.podSpec, name === 'pods' ? POD_PATHS : KEP_PATHS)])) as Record<WorkloadKind['webhook'], string>;
+  [name, name === 'pods' ? `(${matchExpression(kinds[0]!.podSpec, POD_PATHS)}) || (${CARRIES_OURS})` : matchExpression(kinds[0]!.podSpec, KEP_PATHS)])) as Record<WorkloadKind['webhook'], string>;
 
 /**
  * A hook's rules. A Pod's annotations are set only when it is created (after that they are

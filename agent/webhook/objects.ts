@@ -6,8 +6,8 @@ import { annotationsReadBy, annotationValue, CHAIN_KEYS } from '../../projection
 import type { ControllerChain } from '../../projections/chain.ts';
 import { isRecord, type OwnerReference } from '../../projections/types.ts';
 import { clip, displayName, oneLine } from '../common/validation.ts';
-import { pointer, rewriteSpec, scanSpec, usesKepSyntax, type PatchOp, type RewriteContext, type ScannedSpec } from './podspec.ts';
-import type { AnnotationKey } from '../../projections/names.ts';
+import { otelWarnings, pointer, rewriteSpec, scanSpec, usesKepSyntax, type PatchOp, type RewriteContext, type ScannedSpec } from './podspec.ts';
+import { ANNOTATION_KEYS, ANNOTATIONS, type AnnotationKey } from '../../projections/names.ts';
 import { workloadKindNamed } from '../kube/workloadkinds.ts';
 
 export type Mutation =
@@ -16,8 +16,8 @@ export type Mutation =
   | { allowed: false; message: string };
 
 /** The answer for an object the webhook leaves as it is. */
-export function unchanged(): Mutation {
-  return { allowed: true, patch: [], changed: [], annotations: [], warnings: [] };
+export function unchanged(warnings: string[] = []): Mutation {
+  return { allowed: true, patch: [], changed: [], annotations: [], warnings };
 }
 
 function dig(obj: unknown, path: readonly string[]): unknown {
@@ -62,51 +62,68 @@ export interface MutateOptions extends Pick<RewriteContext, 'ephemeralOnly'> {
   /** The request's namespace (the API server's, trusted); the object's own metadata.namespace only offline (`inject`). */
   namespace?: string;
   /** The pod spec already scanned, and the annotations a Pod being created reads (review.ts's plan): not walked again. */
-  scanned?: { scan: ScannedSpec; reads: AnnotationKey[] };
+  scanned?: Scanned;
 }
 
 /**
  * What the webhook makes of one object of `kind` (the kind of the request, not of the JSON):
  * the KEP syntax pointed at our annotations in its pod spec, and, for a Pod being created,
- * each of our annotations its spec reads set to its value (overwriting what the author wrote).
+ * each of our annotations its spec reads set to its value (overwriting what the author wrote),
+ * and every other of our annotations the author wrote removed: whatever a pod's spec reads,
+ * an ownerrefs.dev/ annotation on it was written by the webhook or the agent.
  */
 export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mutation {
   const path = workloadKindNamed(kind)?.podSpec;
   if (!path) return unchanged();
   const pod = kind === 'Pod';
-  const { scan, reads } = opts.scanned ?? scanned(kind, obj, opts)!;
-  if (!usesKepSyntax(scan) && reads.length === 0) return unchanged();
+  const { scan, reads, creating } = opts.scanned ?? scanned(kind, obj, opts)!;
   const meta = dig(obj, ['metadata']) as { name?: unknown; generateName?: unknown; namespace?: unknown; ownerReferences?: unknown; annotations?: unknown } | undefined;
+  const existing = isRecord(meta?.annotations) ? meta.annotations : undefined;
+  const authored = creating && existing ? ANNOTATION_KEYS.filter((k) => Object.hasOwn(existing, k)) : [];
+  const otel = otelWarnings(scan);
+  if (!usesKepSyntax(scan) && reads.length === 0 && authored.length === 0) return unchanged(otel);
   const name = objectName(meta);
   const { owners, refusals } = pod ? ownersOf(meta?.ownerReferences) : { owners: [], refusals: [] };
   if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
   const r = rewriteSpec(scan, opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {});
   const prefix = '/' + path.join('/');
   const patch = r.ops.map((op) => ({ ...op, path: prefix + op.path }));
-  const warnings = [...r.warnings];
+  const warnings = [...r.warnings, ...otel];
   if (owners.filter((o) => o.controller === true).length > 1) warnings.push('the pod lists more than one owner with controller: true; the API server refuses that for any pod');
+  // The author's own values of our keys go first: those the spec reads are set below, the
+  // others (and the Node's, which admission cannot know) stay unset until the agent writes them.
+  const removed = authored.filter((k) => !reads.includes(k) || k === ANNOTATIONS.node);
+  patch.push(...removed.map((k): PatchOp => ({ op: 'remove', path: pointer('metadata', 'annotations', k) })));
   if (reads.length > 0) {
     const namespace = opts.namespace ?? (typeof meta?.namespace === 'string' ? meta.namespace : '');
     const values = admissionValues(reads, owners, namespace, opts.chain ?? chainAtAdmission);
-    const existing = isRecord(meta?.annotations) ? meta.annotations : undefined;
-    const bytes = annotationBytes({ ...existing, ...Object.fromEntries(values) });
+    const kept = Object.fromEntries(Object.entries(existing ?? {}).filter(([k]) => !(removed as string[]).includes(k)));
+    const bytes = annotationBytes({ ...kept, ...Object.fromEntries(values) });
     if (bytes > MAX_ANNOTATION_BYTES) {
       return { allowed: false, message: denial(kind, name, [`the annotations would come to ${bytes} bytes with ${[...values.keys()].join(', ')}, over the ${MAX_ANNOTATION_BYTES} bytes the API server allows: the pod has too many owners, or other annotations too large, for its spec to read them this way`]) };
     }
     patch.push(...annotationOps(meta, existing, values));
   }
-  return { allowed: true, patch, changed: [...r.changed, ...reads.map((k) => `annotation ${k}`)], annotations: reads, warnings };
+  return { allowed: true, patch, changed: [...r.changed, ...removed.map((k) => `annotation ${k} removed`), ...reads.map((k) => `annotation ${k}`)], annotations: reads, warnings };
 }
 
 /**
  * The object's pod spec scanned once, and the annotations it reads that admission sets (only
  * a Pod being created gets them); undefined for a kind without a pod spec.
  */
-export function scanned(kind: string, obj: unknown, opts: Pick<MutateOptions, 'update' | 'ephemeralOnly'> = {}): { scan: ScannedSpec; reads: AnnotationKey[] } | undefined {
+export function scanned(kind: string, obj: unknown, opts: Pick<MutateOptions, 'update' | 'ephemeralOnly'> = {}): Scanned | undefined {
   const path = workloadKindNamed(kind)?.podSpec;
   if (!path) return undefined;
   const scan = scanSpec(dig(obj, path));
-  return { scan, reads: kind === 'Pod' && !opts.update && !opts.ephemeralOnly ? annotationsReadBy(scan.refs) : [] };
+  const creating = kind === 'Pod' && !opts.update && !opts.ephemeralOnly;
+  return { scan, creating, reads: creating ? annotationsReadBy(scan.refs) : [] };
+}
+
+/** A pod spec scanned, and whether the object is a Pod being created (the one time its annotations are the webhook's). */
+export interface Scanned {
+  scan: ScannedSpec;
+  creating: boolean;
+  reads: AnnotationKey[];
 }
 
 /** The values admission sets: those it can know (the Node's cannot be, before the pod is bound). */

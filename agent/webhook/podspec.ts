@@ -13,7 +13,7 @@ import { annotationRead, fieldRefs, REWRITTEN_FIELDS, unknownAnnotationRead } fr
 import { describe } from '../common/validation.ts';
 import { ANNOTATION_KEYS, ANNOTATIONS, annotationField } from '../../projections/names.ts';
 
-export type PatchOp = { op: 'replace' | 'add'; path: string; value: unknown };
+export type PatchOp = { op: 'replace' | 'add'; path: string; value: unknown } | { op: 'remove'; path: string };
 
 export interface SpecRewrite {
   ops: PatchOp[];
@@ -84,6 +84,25 @@ export function rewriteSpec({ spec, refs }: ScannedSpec, ctx: RewriteContext = {
     out.changed.push(at(spec, where));
   }
   return out;
+}
+
+const OTEL_ENV = 'OTEL_RESOURCE_ATTRIBUTES';
+
+/**
+ * OpenTelemetry's operator (and injectors like it) extends OTEL_RESOURCE_ATTRIBUTES's value
+ * whether or not it has a valueFrom; with both, the API server refuses the pod. Said of any
+ * spec that reads one of our annotations that way, a workload's template included.
+ */
+export function otelWarnings({ spec, refs }: ScannedSpec): string[] {
+  return refs.filter(({ ref, where }) => where[2] === 'env' && envName(spec, where) === OTEL_ENV && annotationRead(ref.fieldPath) !== undefined)
+    .map(({ where }) => `${at(spec, where)} reads an ownerrefs.dev annotation through valueFrom: an injector that extends ${OTEL_ENV} (the OpenTelemetry operator) ` +
+      `makes the pod invalid; read it into a variable of its own and set ${OTEL_ENV} to "$(THAT_VARIABLE)" (docs/usage/workload-identity.md)`);
+}
+
+/** The name of the env var at `where` (an env fieldRef's place). */
+function envName(spec: unknown, where: (string | number)[]): unknown {
+  const s = spec as Record<string, { env?: { name?: unknown }[] }[]>;
+  return s[where[0] as string]?.[where[1] as number]?.env?.[where[3] as number]?.name;
 }
 
 /** Where a fieldRef is, for people: `env app/OWNERS`, `volume podinfo item ownerReferences`. */

@@ -5,9 +5,9 @@
 // and only on pods of its own node. Everything else is refused, with the policy's message.
 
 import path from 'node:path';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { agentKubeconfig, serviceAccountKubeconfig } from '../../localcluster/agentproc.ts';
+import { agentKubeconfig, apply, manifestObjects, serviceAccountKubeconfig } from '../../localcluster/agentproc.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { apiStatus, waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
@@ -112,5 +112,73 @@ describe("the agent's credentials against its ValidatingAdmissionPolicy", () => 
     const other = kc.makeApiClient(CoreV1Api);
     expect((await patch(other, mine, annotate('x'))).code).toBe(403);
     expect((await patch(other, theirs, annotate('x'))).code).toBe(200);
+  });
+});
+
+// Only the webhook (at creation) and the agent write a pod's ownerrefs.dev/ annotations: every
+// other writer, an admin included, is refused by the annotation-writers policy
+// (agent/manifests/writerspolicy.ts, shipped in daemonset.yaml); its other changes go through.
+describe('every other writer against the annotation-writers policy', () => {
+  const e = useE2E('writers');
+  const WRITERS = /ValidatingAdmissionPolicy 'annotation-writers\.ownerrefs\.dev' with binding 'annotation-writers\.ownerrefs\.dev' denied request: the ownerrefs\.dev\/ annotations of a pod are written only by the ownerrefs\.dev webhook, at creation, and by the ownerrefs agent \(system:serviceaccount:ownerrefs-system:ownerrefs-agent\); this request changes /;
+  let editor: CoreV1Api;
+  const patch = (api: CoreV1Api, body: object) => outcome(api.patchNamespacedPod({ name: 'target', namespace: e.ns, body }, mergePatch));
+  const ssa = (annotations: Record<string, string>) => outcome(KubernetesObjectApi.makeApiClient(e.kc).patch(
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'target', namespace: e.ns, annotations } }, undefined, undefined, 'writers-e2e', true, PatchStrategy.ServerSideApply));
+
+  beforeAll(async () => {
+    // A user who may patch pods in this namespace, as a team's deployer would.
+    await e.core.createNamespacedServiceAccount({ namespace: e.ns, body: { metadata: { name: 'editor' } } });
+    const rbac = e.kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({ namespace: e.ns, body: { metadata: { name: 'editor' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch', 'update'] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace: e.ns, body: { metadata: { name: 'editor' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'editor' },
+      subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: e.ns }] } });
+    const kc = new KubeConfig();
+    kc.loadFromFile(await serviceAccountKubeconfig(e.kc, { namespace: e.ns, name: 'editor' }, path.join(tmpDir(), 'editor.kubeconfig')));
+    editor = kc.makeApiClient(CoreV1Api);
+    await e.core.createNamespacedPod({ namespace: e.ns, body: {
+      metadata: { name: 'target', labels: { app: 'x' } },
+      spec: { nodeName: e.nodeName, containers: [{ name: 'c', image: 'busybox', env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${OURS}']` } } }] }] },
+    } });
+    // The agent sets the annotation the pod reads (its own write goes through); the policy is
+    // enforced about a second after it is created: wait until a forged value is refused.
+    await waitFor(async () => (await e.core.readNamespacedPod({ name: 'target', namespace: e.ns })).metadata?.annotations?.[OURS], { describe: 'the agent\'s annotation' });
+    await waitFor(async () => (await patch(editor, { metadata: { annotations: { 'ownerrefs.dev/workload-name': 'probe' } } })).code === 403 || undefined, { describe: 'the policy enforced' });
+  });
+
+  it.each([
+    { who: 'a user with patch pods', as: () => editor, body: { metadata: { annotations: { 'ownerrefs.dev/workload-name': 'payments' } } }, names: 'ownerrefs.dev/workload-name' },
+    { who: 'a user with patch pods, removing a key', as: () => editor, body: { metadata: { annotations: { [OURS]: null } } }, names: OURS },
+    { who: 'a cluster admin', as: () => e.core, body: { metadata: { annotations: { [OURS]: 'forged', 'ownerrefs.dev/otel-resource-attributes': 'k8s.deployment.name=payments' } } },
+      names: `${OURS}, ownerrefs.dev/otel-resource-attributes` },
+  ])('refuses $who, naming the keys', async ({ as, body, names }) => {
+    const r = await patch(as(), body);
+    expect(r.code).toBe(403);
+    expect(r.message).toMatch(WRITERS);
+    expect(r.message.endsWith(names)).toBe(true);
+  });
+
+  it('refuses a server-side apply and a whole-object update that change one', async () => {
+    expect((await ssa({ 'ownerrefs.dev/workload-name': 'payments' })).message).toMatch(WRITERS);
+    const current = await e.core.readNamespacedPod({ name: 'target', namespace: e.ns });
+    delete current.metadata!.annotations![OURS];
+    expect((await outcome(editor.replaceNamespacedPod({ name: 'target', namespace: e.ns, body: current }))).message).toMatch(WRITERS);
+  });
+
+  it('lets every other change through: a label, another annotation, an apply that leaves ours alone', async () => {
+    expect(await patch(editor, { metadata: { labels: { app: 'y' }, annotations: { team: 'checkout' } } })).toEqual({ code: 200, message: '' });
+    expect(await ssa({ owner: 'team-a' })).toEqual({ code: 200, message: '' });
+    expect((await e.core.readNamespacedPod({ name: 'target', namespace: e.ns })).metadata?.annotations).toMatchObject({ [OURS]: expect.any(String), team: 'checkout', owner: 'team-a' });
+  });
+
+  it('lets a cluster admin write one only by deleting the binding (break-glass), and refuses again once it is applied back', async () => {
+    const reg = e.kc.makeApiClient(AdmissionregistrationV1Api);
+    await reg.deleteValidatingAdmissionPolicyBinding({ name: 'annotation-writers.ownerrefs.dev' });
+    try {
+      await waitFor(async () => (await patch(e.core, { metadata: { annotations: { 'ownerrefs.dev/workload-name': 'break-glass' } } })).code === 200 || undefined, { describe: 'the write allowed without the binding' });
+    } finally {
+      await apply(e.kc, manifestObjects().filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && o.metadata?.name === 'annotation-writers.ownerrefs.dev'));
+    }
+    await waitFor(async () => (await patch(e.core, { metadata: { annotations: { 'ownerrefs.dev/workload-name': 'again' } } })).code === 403 || undefined, { describe: 'the policy enforced again' });
   });
 });

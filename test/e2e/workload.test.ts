@@ -99,6 +99,19 @@ describe.runIf(CONTAINERS)('the workload\'s identity on a real node', () => {
     });
   });
 
+  // Only the webhook and the agent write ownerrefs.dev/ annotations: a pod's author, or a
+  // controller's template, that writes one gets it removed at creation, whatever the pod reads.
+  it('a pod created carrying our annotations it does not read, by its author or from a controller\'s template, is stored without them', async () => {
+    const forged = { 'ownerrefs.dev/workload-name': 'payments', 'ownerrefs.dev/workload-kind': 'Deployment', 'ownerrefs.dev/otel-resource-attributes': 'k8s.deployment.name=payments', keep: 'me' };
+    const plain = { containers: [{ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] }], terminationGracePeriodSeconds: 1 };
+    const stored = await e.core.createNamespacedPod({ namespace: e.ns, dryRun: 'All', body: { metadata: { name: 'claims', annotations: forged }, spec: plain } as never });
+    expect(stored.metadata?.annotations).toEqual({ keep: 'me' });
+    await e.apps.createNamespacedDeployment({ namespace: e.ns, body: { metadata: { name: 'claimer' }, spec: { replicas: 1, selector: { matchLabels: { app: 'claimer' } },
+      template: { metadata: { labels: { app: 'claimer' }, annotations: forged }, spec: plain } } } as never });
+    const pod = await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=claimer' })).items[0], 'the Deployment\'s pod', 60_000);
+    expect(pod.metadata?.annotations).toEqual({ keep: 'me' });
+  });
+
   it('with its owner reads answering nothing, the webhook still admits within its budget, saying Pending; the agent fills the value in', async () => {
     // An owner the webhook has not read yet: a Deployment owning a pod directly (its controller leaves such pods alone).
     const d = await e.apps.createNamespacedDeployment({ namespace: e.ns, body: { metadata: { name: 'owner-of-one' }, spec: { replicas: 0, selector: { matchLabels: { app: 'none' } }, template: template({ app: 'none' }) } } as never });

@@ -102,6 +102,16 @@ describe('a Pod in KEP-4753 syntax', () => {
     expect(dbg.allowed && dbg.warnings).toEqual([]);
   });
 
+  it('warns that OTEL_RESOURCE_ATTRIBUTES read through valueFrom breaks beside an injector that extends its value, and not the composed form', () => {
+    const otel = "metadata.annotations['ownerrefs.dev/otel-resource-attributes']";
+    const direct = mutate('Deployment', workload('Deployment', { containers: [{ name: 'app', env: [{ name: 'OTEL_RESOURCE_ATTRIBUTES', valueFrom: { fieldRef: { fieldPath: otel } } }] }] }));
+    expect(direct.allowed && direct.warnings).toEqual(['env app/OTEL_RESOURCE_ATTRIBUTES reads an ownerrefs.dev annotation through valueFrom: an injector that extends OTEL_RESOURCE_ATTRIBUTES ' +
+      '(the OpenTelemetry operator) makes the pod invalid; read it into a variable of its own and set OTEL_RESOURCE_ATTRIBUTES to "$(THAT_VARIABLE)" (docs/usage/workload-identity.md)']);
+    const composed = mutate('Pod', kepPod({ containers: [{ name: 'app', env: [{ name: 'OWNERREFS_OTEL_RESOURCE_ATTRIBUTES', valueFrom: { fieldRef: { fieldPath: otel } } },
+      { name: 'OTEL_RESOURCE_ATTRIBUTES', value: '$(OWNERREFS_OTEL_RESOURCE_ATTRIBUTES)' }] }] } as never));
+    expect(composed.allowed && composed.warnings).toEqual([]);
+  });
+
   it('is idempotent: a second pass over its own output changes nothing', () => {
     const once = mutated('Pod', kepPod(kepSpec({ init: true })));
     const again = mutate('Pod', once);
@@ -124,6 +134,37 @@ describe('a Pod in KEP-4753 syntax', () => {
   it('adds metadata itself to an offline manifest without any', () => {
     const pod = mutated('Pod', { kind: 'Pod', spec: kepSpec() });
     expect(pod.metadata).toEqual({ annotations: { [OWNERS_ANNOTATION]: '{"kind":"OwnerReference","apiVersion":"meta/v1","items":[]}' } });
+  });
+});
+
+// Whatever a pod's spec reads, an ownerrefs.dev/ annotation on it was written by the webhook
+// or the agent: at creation, an author's own value of any of the eleven is set from the truth or removed.
+describe('a Pod created carrying our annotations', () => {
+  const plainSpec = () => ({ containers: [{ name: 'app', image: 'busybox' }] });
+  const readsOwners = () => ({ containers: [{ name: 'app', image: 'busybox', env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: READS_OWNERS } } }] }] });
+  const readsNode = () => ({ containers: [{ name: 'app', image: 'busybox' }], volumes: [{ name: 'p', downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: "metadata.annotations['ownerrefs.dev/node-owner-references']" } }] } }] });
+  const pod = (spec: unknown, annotations: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns', annotations, ownerReferences: [KEP_OWNERS[0]] }, spec });
+  const forged = Object.fromEntries(ANNOTATION_KEYS.map((k) => [k, 'payments']));
+
+  it.each<{ what: string; spec: unknown; annotations: Record<string, string>; after: Record<string, string> }>([
+    { what: 'one key, read by nothing', spec: plainSpec(), annotations: { 'ownerrefs.dev/workload-name': 'payments', keep: 'me' }, after: { keep: 'me' } },
+    { what: 'all eleven keys, read by nothing', spec: plainSpec(), annotations: { ...forged, keep: 'me' }, after: { keep: 'me' } },
+    { what: 'a key not read beside one read', spec: readsOwners(), annotations: { [OWNERS_ANNOTATION]: 'forged', 'ownerrefs.dev/workload-owner-references': 'forged' },
+      after: { [OWNERS_ANNOTATION]: renderOwnerReferencesJson([KEP_OWNERS[0]!]) } },
+    { what: "the Node's key, which admission cannot know", spec: readsNode(), annotations: { 'ownerrefs.dev/node-owner-references': 'forged' }, after: {} },
+    { what: 'none of ours (the emptyDir opt-in and an unknown key of the prefix stay)', spec: plainSpec(),
+      annotations: { 'ownerrefs.dev/volume': 'podinfo', 'ownerrefs.dev/unknown': 'x' }, after: { 'ownerrefs.dev/volume': 'podinfo', 'ownerrefs.dev/unknown': 'x' } },
+  ])('$what: each set from the truth or removed', ({ spec, annotations, after }) => {
+    expect(mutated('Pod', pod(spec, annotations)).metadata.annotations).toEqual(after);
+  });
+
+  it('keeps them on an UPDATE, where they are the agent\'s', () => {
+    expect(mutate('Pod', pod(plainSpec(), forged), { update: true })).toEqual({ allowed: true, patch: [], changed: [], annotations: [], warnings: [] });
+  });
+
+  it('says in the log which it removed', () => {
+    const m = mutate('Pod', pod(plainSpec(), { 'ownerrefs.dev/workload-name': 'payments' }));
+    expect(m.allowed && m.changed).toEqual(['annotation ownerrefs.dev/workload-name removed']);
   });
 });
 
