@@ -25,7 +25,7 @@ describe('daemonset.yaml', () => {
     const can = async (verb: string, resource: string, namespace?: string) => (await authz.createSubjectAccessReview({
       body: { spec: { user, groups: ['system:serviceaccounts', 'system:authenticated'], resourceAttributes: { verb, resource, namespace } } },
     })).status!.allowed;
-    // patch pods: bounded by the ValidatingAdmissionPolicy (security-policy.test.ts attacks it).
+    // patch pods: bounded by the ValidatingAdmissionPolicy (test/security/policy.e2e.test.ts attacks it).
     for (const [verb, resource] of [['list', 'pods'], ['watch', 'pods'], ['patch', 'pods'], ['get', 'nodes'], ['watch', 'nodes'], ['create', 'events']] as const) {
       expect(await can(verb, resource, 'default'), `${verb} ${resource}`).toBe(true);
     }

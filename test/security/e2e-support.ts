@@ -1,4 +1,4 @@
-// Helpers for test/e2e/security*.test.ts: hostile pods created straight onto a node
+// Helpers for the attacks on the real control plane (*.e2e.test.ts here): hostile pods created straight onto a node
 // (spec.nodeName set, no scheduler), their Events, and what is on disk.
 import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';

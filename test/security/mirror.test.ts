@@ -1,6 +1,6 @@
 // Attack 4 (issue 5), unit level: the kubernetes.io/config.mirror annotation chooses the
 // on-disk pod directory, and the API server accepts any value for it on a pod created
-// with spec.nodeName set (test/e2e/security.test.ts shows which). Traversal must be
+// with spec.nodeName set (pods.e2e.test.ts shows which). Traversal must be
 // refused with InvalidMirrorUID, and - the defect below - a mirror value naming another
 // pod's UID must not lead the agent into that pod's volume.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';

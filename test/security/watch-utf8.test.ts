@@ -1,5 +1,5 @@
 // Owner names are only loosely validated: the API server accepts any non-ASCII text in
-// ownerReferences[].name/kind/uid (see test/e2e/security.test.ts). The agent must write
+// ownerReferences[].name/kind/uid (see pods.e2e.test.ts). The agent must write
 // those bytes exactly, however the watch stream is cut into chunks by TLS and HTTP.
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
@@ -69,7 +69,7 @@ describe('watch events with non-ASCII owner fields', () => {
   // replacement characters, and the agent writes a wrong ownerReferences file (wrong owner
   // name or kind) for the pod, until the next relist. Watch events for pods with long
   // non-ASCII owner fields span several TLS records, so this happens in practice
-  // (test/e2e/security.test.ts). The initial list is not affected (client.ts readAll
+  // (pods.e2e.test.ts). The initial list is not affected (client.ts readAll
   // concatenates Buffers before decoding).
   // Fix (agent/kube/reflector.ts): decode with a StringDecoder kept across chunks
   // (node:string_decoder), or res.setEncoding('utf8') before iterating, or split on the

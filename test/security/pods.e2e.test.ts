@@ -1,6 +1,6 @@
 // Issue 5 end to end: hostile pods created straight onto the test node (spec.nodeName set),
 // against the real API server and the agent process with its shipped RBAC. Mirror-pod
-// attacks are in security-mirror.test.ts (they need a node no kubelet emulator serves).
+// attacks are in mirror.e2e.test.ts (they need a node no kubelet emulator serves).
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -10,7 +10,7 @@ import { useE2E } from '../support/e2e.ts';
 import { buildOracle, goMarshal } from '../support/gooracle.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { waitFor } from '../../localcluster/wait.ts';
-import { fakeOwner, nonDirectories, podBody, projectionEvents, sourceIn, waitForEvent, type PodOpts } from '../security/e2e-support.ts';
+import { fakeOwner, nonDirectories, podBody, projectionEvents, sourceIn, waitForEvent, type PodOpts } from './e2e-support.ts';
 
 describe('hostile pods on the node', () => {
   const e = useE2E('sec');

@@ -16,8 +16,8 @@ import { EMPTY_DIR_PLUGIN } from '../../agent/files/volume/resolve.ts';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
 import { clusterInfo, kubeConfig, newNamespace, type TestNamespace } from '../support/cluster.ts';
 import { waitFor } from '../../localcluster/wait.ts';
-import { fakeOwner, forceDeletePods, podBody, waitForEvent } from '../security/e2e-support.ts';
-import { deepSnapshot } from '../security/support.ts';
+import { fakeOwner, forceDeletePods, podBody, waitForEvent } from './e2e-support.ts';
+import { deepSnapshot } from './support.ts';
 
 const MIRROR = 'kubernetes.io/config.mirror';
 // No Node object has this agent's node name, so there is no nodeOwnerReferences.
