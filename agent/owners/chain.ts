@@ -9,7 +9,7 @@
 //   5. A UID seen before ends it as Cycle; more than MAX_CHAIN items as TooLong.
 
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
-import type { OwnerLookup } from '../owners/ownermeta.ts';
+import type { OwnerLookup } from './ownermeta.ts';
 
 export const MAX_CHAIN = 8;
 

@@ -5,7 +5,7 @@
 
 import type { NodeRef, OwnerReference, ProjectionContext } from '../../projections/index.ts';
 import type { NodeSettings } from '../kube/nodeconfig.ts';
-import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
+import type { OwnerMetadataCache } from './ownermeta.ts';
 import { walkChain } from './chain.ts';
 
 export class OwnerFollowing {
