@@ -143,7 +143,7 @@ describe('every other writer against the annotation-writers policy', () => {
     // The agent sets the annotation the pod reads (its own write goes through); the policy is
     // enforced about a second after it is created: wait until a forged value is refused.
     await waitFor(async () => (await e.core.readNamespacedPod({ name: 'target', namespace: e.ns })).metadata?.annotations?.[OURS], { describe: 'the agent\'s annotation' });
-    await waitFor(async () => (await patch(editor, { metadata: { annotations: { 'ownerrefs.dev/workload-name': 'probe' } } })).code === 403 || undefined, { describe: 'the policy enforced' });
+    await waitFor(async () => (await patch(editor, { metadata: { annotations: { 'ownerrefs.dev/workload-name': `probe-${Date.now()}` } } })).code === 403 || undefined, { describe: 'the policy enforced' });
   });
 
   it.each([
@@ -179,6 +179,8 @@ describe('every other writer against the annotation-writers policy', () => {
     } finally {
       await apply(e.kc, manifestObjects().filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && o.metadata?.name === 'annotation-writers.ownerrefs.dev'));
     }
-    await waitFor(async () => (await patch(e.core, { metadata: { annotations: { 'ownerrefs.dev/workload-name': 'again' } } })).code === 403 || undefined, { describe: 'the policy enforced again' });
+    // A new value each try: one written before the binding took effect would make the next a no-op.
+    await waitFor(async () => (await patch(e.core, { metadata: { annotations: { 'ownerrefs.dev/workload-name': `again-${Date.now()}` } } })).code === 403 || undefined,
+      { describe: 'the policy enforced again' });
   });
 });
