@@ -12,6 +12,7 @@ import { SERVED_KINDS } from './review.ts';
 import { AdmissionChains } from './chains.ts';
 import { startWebhookServer } from './server.ts';
 import { TlsSource } from './tlssource.ts';
+import { DENIAL_REASONS } from './objects.ts';
 
 export interface RunningWebhook {
   port: number;
@@ -34,6 +35,8 @@ export function webhookMetrics(owners: () => number, opts: { processMetrics?: bo
   const registry = new Registry();
   if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
   const reviews = new Counter({ name: 'ownerrefs_webhook_reviews_total', help: 'AdmissionReviews answered, by result (mutated, unchanged, denied; malformed: a body that is not a review, too large or too slow; error: a review it could not process, denied) and kind (a served kind, other, or empty when unread)', labelNames: ['result', 'kind'], registers: [registry] });
+  const denials = new Counter({ name: 'ownerrefs_webhook_denials_total', help: 'Objects the webhook refused, by reason (InvalidOwnerReferences: an owner Kubernetes would not decode; AnnotationsTooLarge: the annotations would pass the API server\'s 256 KiB)', labelNames: ['reason'], registers: [registry] });
+  for (const reason of DENIAL_REASONS) denials.inc({ reason }, 0);
   const seconds = new Histogram({ name: 'ownerrefs_webhook_review_seconds', help: 'Time from a review\'s arrival to its answer', buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1], registers: [registry] });
   // The error series exist from the start at 0: an alert on increase() cannot see the first
   // error of a series that appears at 1.
@@ -42,12 +45,12 @@ export function webhookMetrics(owners: () => number, opts: { processMetrics?: bo
   // The chains of pods that read their workload: owners' metadata, read and cached (chains.ts).
   const ownerReads = new Counter({ name: 'ownerrefs_webhook_owner_reads_total', help: 'Metadata reads of pods\' owners for the workload values set at admission, by kind and outcome (ok or the status code)', labelNames: ['kind', 'code'], registers: [registry] });
   new Gauge({ name: 'ownerrefs_webhook_owners_cached', help: 'Owners whose metadata the webhook holds (at most --max-owners: the least lately used goes first)', registers: [registry], collect() { this.set(owners()); } });
-  return { registry, reviews, seconds, expiry, ownerReads };
+  return { registry, reviews, denials, seconds, expiry, ownerReads };
 }
 
 export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<RunningWebhook> {
   let ownersCached = () => 0; // the cache is made once TLS is up; scrapes start later still
-  const { registry, reviews, seconds, expiry, ownerReads } = webhookMetrics(() => ownersCached());
+  const { registry, reviews, denials, seconds, expiry, ownerReads } = webhookMetrics(() => ownersCached());
   const tls = await TlsSource.load(cfg, log, expiry);
   const chains = new AdmissionChains({
     client: ownerClient(cfg, log), log,
@@ -57,8 +60,9 @@ export async function startWebhook(cfg: WebhookConfig, log: Logger): Promise<Run
   ownersCached = () => chains.owners;
   const server = await startWebhookServer({
     host: cfg.listenHost, port: cfg.listenPort, tls: tls.tls, log, chains: (ns, owners) => chains.resolve(ns, owners),
-    observe: (result, kind, s) => {
+    observe: (result, kind, s, reason) => {
       reviews.inc({ result, kind });
+      if (reason) denials.inc({ reason });
       if (s !== undefined) seconds.observe(s);
     },
   });

@@ -13,7 +13,12 @@ import { workloadKindNamed } from '../kube/workloadkinds.ts';
 export type Mutation =
   /** `changed` names each field rewritten, for the log; `annotations` are those set on a Pod being created. */
   | { allowed: true; patch: PatchOp[]; changed: string[]; annotations: AnnotationKey[]; warnings: string[] }
-  | { allowed: false; message: string };
+  | { allowed: false; reason: DenialReason; message: string };
+
+/** Why an object is refused (the webhook's metric ownerrefs_webhook_denials_total counts them by it). */
+export type DenialReason = 'InvalidOwnerReferences' | 'AnnotationsTooLarge';
+/** Every DenialReason, for the metric's series. */
+export const DENIAL_REASONS: readonly DenialReason[] = ['InvalidOwnerReferences', 'AnnotationsTooLarge'];
 
 /** The answer for an object the webhook leaves as it is. */
 export function unchanged(warnings: string[] = []): Mutation {
@@ -84,7 +89,7 @@ export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mu
   if (!usesKepSyntax(scan) && reads.length === 0 && authored.length === 0) return unchanged(otel);
   const name = objectName(meta);
   const { owners, refusals } = pod ? ownersOf(meta?.ownerReferences) : { owners: [], refusals: [] };
-  if (refusals.length > 0) return { allowed: false, message: denial(kind, name, refusals) };
+  if (refusals.length > 0) return { allowed: false, reason: 'InvalidOwnerReferences', message: denial(kind, name, refusals) };
   const r = rewriteSpec(scan, opts.ephemeralOnly ? { ephemeralOnly: opts.ephemeralOnly } : {});
   const prefix = '/' + path.join('/');
   const patch = r.ops.map((op) => ({ ...op, path: prefix + op.path }));
@@ -100,7 +105,7 @@ export function mutate(kind: string, obj: unknown, opts: MutateOptions = {}): Mu
     const kept = Object.fromEntries(Object.entries(existing ?? {}).filter(([k]) => !(removed as string[]).includes(k)));
     const bytes = annotationBytes({ ...kept, ...Object.fromEntries(values) });
     if (bytes > MAX_ANNOTATION_BYTES) {
-      return { allowed: false, message: denial(kind, name, [`the annotations would come to ${bytes} bytes with ${[...values.keys()].join(', ')}, over the ${MAX_ANNOTATION_BYTES} bytes the API server allows: the pod has too many owners, or other annotations too large, for its spec to read them this way`]) };
+      return { allowed: false, reason: 'AnnotationsTooLarge', message: denial(kind, name, [`the annotations would come to ${bytes} bytes with ${[...values.keys()].join(', ')}, over the ${MAX_ANNOTATION_BYTES} bytes the API server allows: the pod has too many owners, or other annotations too large, for its spec to read them this way`]) };
     }
     patch.push(...annotationOps(meta, existing, values));
   }

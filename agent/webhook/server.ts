@@ -23,6 +23,7 @@ import { F } from '../monitoring/logfields.ts';
 import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
 import { MUTATE_PATH } from '../../projections/names.ts';
 import { admit, isServed, parseReview, plan, responseFor, reviewOf, ReviewError, type AdmissionRequest } from './review.ts';
+import type { DenialReason } from './objects.ts';
 
 const { createServer } = process.getBuiltinModule('node:https');
 
@@ -44,8 +45,11 @@ export interface TlsMaterial {
 }
 
 export interface WebhookObserver {
-  /** `kind`: a served kind, 'other', or '' when the request was not read; `seconds` unset when it never became a review (a timeout, a parse error). */
-  (result: 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error', kind: string, seconds?: number): void;
+  /**
+   * `kind`: a served kind, 'other', or '' when the request was not read; `seconds` unset when it
+   * never became a review (a timeout, a parse error); `reason` for a denied object.
+   */
+  (result: 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error', kind: string, seconds?: number, reason?: DenialReason): void;
 }
 
 export interface WebhookServer {
@@ -82,7 +86,7 @@ export function startWebhookServer(opts: {
     if (req.url?.split('?')[0] !== MUTATE_PATH) return reply(res, 404, `not found: POST AdmissionReviews to ${MUTATE_PATH}\n`);
     if (req.method !== 'POST') return reply(res, 405, 'method not allowed: POST an AdmissionReview\n');
     const started = process.hrtime.bigint();
-    const done = (result: Result, kind: string) => observe(result, kind, Number(process.hrtime.bigint() - started) / 1e9);
+    const done = (result: Result, kind: string, reason?: DenialReason) => observe(result, kind, Number(process.hrtime.bigint() - started) / 1e9, reason);
     // The rest of a refused body is never read, so its connection cannot carry another request.
     const refuse = (status: number, reason: string, message: string, result: Result) => {
       opts.log.warn({ [F.reason]: reason }, message);
@@ -147,7 +151,7 @@ type Result = 'mutated' | 'unchanged' | 'denied' | 'malformed' | 'error';
 /** Strings from the request in a log line are cut at this, so no request makes a line of megabytes. */
 const MAX_FIELD = 1024;
 
-async function handle(body: string, res: ServerResponse, log: Logger, done: (result: Result, kind: string) => void, chains?: ChainResolver): Promise<void> {
+async function handle(body: string, res: ServerResponse, log: Logger, done: (result: Result, kind: string, reason?: DenialReason) => void, chains?: ChainResolver): Promise<void> {
   let req;
   let kind = '';
   let m;
@@ -167,8 +171,8 @@ async function handle(body: string, res: ServerResponse, log: Logger, done: (res
   }
   const what = { [F.kind]: clip(req.kind.kind, 63), [F.object]: clip(`${req.namespace ?? ''}/${req.name ?? ''}`, 320), [F.operation]: clip(req.operation, 16) };
   if (!m.allowed) {
-    log.warn({ ...what, [F.reason]: 'Denied', [F.err]: m.message }, 'denied');
-    done('denied', kind);
+    log.warn({ ...what, [F.reason]: m.reason, [F.err]: m.message }, 'denied');
+    done('denied', kind, m.reason);
   } else if (m.patch.length > 0) {
     log.info({ ...what, [F.changed]: m.changed.slice(0, 20) }, 'rewrote metadata.ownerReferences fields');
     done('mutated', kind);

@@ -44,7 +44,7 @@ describe('the alert rules', () => {
     const webhookTs = readFileSync(path.join(ROOT, 'agent', 'webhook', 'command.ts'), 'utf8');
     const webhook = [...webhookTs.matchAll(/name: '(ownerrefs_webhook_[a-z_]+)'/g)].map((m) => m[1]!);
     const known = new Set([...agent, ...webhook]);
-    const others = /^(up|apiserver_admission_webhook_[a-z_]+|kube_daemonset_[a-z_]+)$/;
+    const others = /^(up|apiserver_admission_webhook_[a-z_]+|kube_daemonset_[a-z_]+|kube_deployment_[a-z_]+)$/;
     for (const r of rules) {
       const bare = r.expr.replace(/\{[^}]*\}/g, '{}').replace(/\[[^\]]*\]/g, '[]').replace(/by \([^)]*\)/g, '');
       for (const [m] of bare.matchAll(/[a-z_][a-z0-9_]*(?=\{|\[|\s*[)>=<-]|$)/g)) {

@@ -250,6 +250,22 @@ describe('the chart', () => {
     expect(pod.containers[0].env).toContainEqual({ name: 'LOG_LEVEL', value: 'debug' });
   });
 
+  it('renders the production preset: three replicas spread over zones, then nodes, with the PodDisruptionBudget, and no NetworkPolicy until given the API server\'s addresses', () => {
+    const objs = objects(helmTemplate(helm, ['-f', path.join(CHART, 'values-production.yaml')]));
+    const d = objs.find((o) => o.kind === 'Deployment')!;
+    expect(d.spec.replicas).toBe(3);
+    expect(d.spec.template.spec.topologySpreadConstraints.map((c: Obj) => c.topologyKey)).toEqual(['topology.kubernetes.io/zone', 'kubernetes.io/hostname']);
+    expect(objs.find((o) => o.kind === 'PodDisruptionBudget')!.spec.minAvailable).toBe(1);
+    expect(objs.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+    const withPolicy = objects(helmTemplate(helm, ['-f', path.join(CHART, 'values-production.yaml'), '--set', 'webhook.networkPolicy.enabled=true',
+      '--set', 'webhook.networkPolicy.apiServerCIDRs[0]=10.0.0.0/28', '--set', 'webhook.networkPolicy.apiServerCIDRs[1]=fd00::/64']));
+    expect(withPolicy.find((o) => o.kind === 'NetworkPolicy')!.spec).toEqual({
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'ownerrefs-webhook' } }, policyTypes: ['Ingress'],
+      ingress: [{ from: [{ ipBlock: { cidr: '10.0.0.0/28' } }, { ipBlock: { cidr: 'fd00::/64' } }], ports: [{ port: 9443, protocol: 'TCP' }] }, { ports: [{ port: 8081, protocol: 'TCP' }] }],
+    });
+    expect(d.spec.template.spec.containers[0].ports.map((p: Obj) => p.containerPort)).toEqual([9443, 8081]);
+  });
+
   it('places and labels the webhook\'s pods from webhook.* values, not from the agent\'s (whose toleration of every taint would be wrong for a Deployment)', () => {
     const webhookPod = (...args: string[]) => objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', ...args])).find((o) => o.kind === 'Deployment')!.spec.template;
     const plain = webhookPod();
@@ -333,6 +349,8 @@ describe('the chart', () => {
     ['a webhook spread that counts no pods (no labelSelector)', ['--set-json', 'webhook.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"ScheduleAnyway"}]'],
       'labelSelector'],
     ['an affinity of another kind for the webhook', ['--set', 'webhook.affinity.nodeSelector.x=y'], 'nodeSelector'],
+    ['a NetworkPolicy that would admit no API server', ['--set', 'webhook.enabled=true', '--set', 'webhook.networkPolicy.enabled=true'], 'apiServerCIDRs'],
+    ['an API server address that is not a CIDR', ['--set', 'webhook.networkPolicy.enabled=true', '--set', 'webhook.networkPolicy.apiServerCIDRs[0]=apiserver'], 'apiServerCIDRs'],
   ])('refuses %s, naming the value', (_what, args, names) => {
     const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);

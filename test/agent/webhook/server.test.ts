@@ -31,6 +31,7 @@ let port: number;
 let ca: string;
 const seen: string[] = [];
 const kinds: string[] = [];
+const reasons: (string | undefined)[] = [];
 const logged = memoryLogger();
 
 function post(body: string | Buffer, opts: { path?: string; method?: string; ca?: string; slow?: boolean; chunked?: boolean; port?: number; agent?: https.Agent } = {}): Promise<{ status: number; body: string; connection?: string }> {
@@ -52,7 +53,7 @@ function post(body: string | Buffer, opts: { path?: string; method?: string; ca?
 beforeAll(async () => {
   const t = await ensureServingTls(store(), OPTS);
   ca = t.caBundle;
-  server = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: logged.log, requestTimeoutMs: 1_000, observe: (r, k) => { seen.push(r); kinds.push(k); } });
+  server = await startWebhookServer({ host: '127.0.0.1', port: 0, tls: t, log: logged.log, requestTimeoutMs: 1_000, observe: (r, k, _s, reason) => { seen.push(r); kinds.push(k); reasons.push(reason); } });
   port = (server.server.address() as { port: number }).port;
 });
 afterAll(() => server.close());
@@ -64,6 +65,15 @@ describe('the webhook endpoint', () => {
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body)).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: 'abc', allowed: true, patchType: 'JSONPatch' } });
     expect(seen.at(-1)).toBe('mutated');
+  });
+
+  it('counts a denied object with its reason', async () => {
+    const owners = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'u', controller: true }];
+    const pod = { ...kepPod(), metadata: { name: 'big', namespace: 'ns', ownerReferences: owners, annotations: { big: 'x'.repeat(300 * 1024) } } };
+    const r = await post(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview',
+      request: { uid: 'den', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', namespace: 'ns', object: pod } }));
+    expect(JSON.parse(r.body).response).toMatchObject({ uid: 'den', allowed: false, status: { code: 422 } });
+    expect([seen.at(-1), reasons.at(-1)]).toEqual(['denied', 'AnnotationsTooLarge']);
   });
 
   it('answers a body that is not a review with 400 and the reason', async () => {
