@@ -81,7 +81,8 @@ async function doctor(argv: string[]): Promise<number> {
     api = { json: () => Promise.reject(err), close: () => {} };
   }
   try {
-    const findings = await d.runChecks({ nodeName: cfg.nodeName, kubeletRoot: cfg.kubeletRoot, csiSocket: cfg.csiSocket, registrationDir: cfg.registrationDir }, d.processEnv(api));
+    const findings = await d.runChecks({ nodeName: cfg.nodeName, kubeletRoot: cfg.kubeletRoot, csiSocket: cfg.csiSocket, registrationDir: cfg.registrationDir,
+      health: { host: cfg.healthHost, port: cfg.healthPort } }, d.processEnv(api));
     process.stdout.write(d.formatFindings(findings));
     return findings.some((f) => f.verdict === 'FAIL') ? EXIT.failure.code : EXIT.ok.code;
   } finally {

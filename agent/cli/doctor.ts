@@ -28,6 +28,8 @@ export interface DoctorConfig {
   kubeletRoot: string;
   csiSocket: string | undefined;
   registrationDir: string | undefined;
+  /** The running agent's health server (run's --health-addr), whose /metrics counts its writes. */
+  health?: { host: string; port: number };
 }
 
 /** What the checks read; the real one is the process's file system, /proc and the API server. */
@@ -36,6 +38,8 @@ export interface DoctorEnv {
   readdir(p: string): Promise<string[] | undefined>;
   mountinfo(): Promise<string>;
   api: Pick<ApiClient, 'json'>;
+  /** The running agent's /metrics, or undefined when no agent answers there. */
+  agentMetrics(health: { host: string; port: number }): Promise<string | undefined>;
 }
 
 /** What the agent needs, and a few things it must not have (RBAC). */
@@ -49,7 +53,31 @@ export async function runChecks(cfg: DoctorConfig, env: DoctorEnv): Promise<Find
   if (cfg.csiSocket) out.push(...await csi(cfg, env));
   out.push(...await rbac(cfg, env));
   out.push(await node(cfg, env));
+  out.push(await annotationWrites(cfg, env));
   return out;
+}
+
+/**
+ * The agent's PATCHes of pod annotations refused since it started. Another admission webhook
+ * that changes every pod on UPDATE (a policy engine stamping an annotation or a label) makes
+ * the agent's own policy refuse each of them: the files of pods in KEP-4753 syntax then never
+ * follow ownership changes, and nothing else in doctor would say so.
+ */
+async function annotationWrites(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding> {
+  const check = 'annotation writes';
+  if (!cfg.health) return { verdict: 'SKIP', check, message: 'no health address to read the running agent\'s counts from' };
+  const at = `${cfg.health.host === '0.0.0.0' ? '127.0.0.1' : cfg.health.host}:${cfg.health.port}`;
+  const text = await env.agentMetrics(cfg.health);
+  if (text === undefined) return { verdict: 'SKIP', check, message: `no agent answers on ${at} (doctor reads the counts of the agent running beside it)` };
+  const count = (result: string) => text.split('\n').filter((l) => l.startsWith('ownerrefs_annotation_writes_total{') && l.includes(`result="${result}"`))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  const refused = count('forbidden');
+  if (refused > 0) {
+    return { verdict: 'WARN', check, message: `${refused} of the agent's annotation writes were refused since it started: an admission webhook or policy refuses or changes its PATCH of pods. ` +
+      '`kubectl get events -A --field-selector reason=OwnerRefsAnnotationFailed` shows the refusal\'s message, and `kubectl ownerrefs status` the webhooks that see pod updates; ' +
+      'exempt the agent\'s ServiceAccount in the webhook that changes pods on UPDATE (docs/RUNBOOKS.md, OwnerRefsAnnotationWritesRefused)' };
+  }
+  return ok(check, `none refused (${count('ok')} written since the agent started)`);
 }
 
 const ok = (check: string, message: string): Finding => ({ verdict: 'OK', check, message });
@@ -196,6 +224,15 @@ export function processEnv(api: Pick<ApiClient, 'json'>): DoctorEnv {
     readdir: (p) => fs.readdir(p).catch(() => undefined),
     mountinfo: () => fs.readFile('/proc/self/mountinfo', 'utf8').catch(() => ''),
     api,
+    agentMetrics: async ({ host, port }) => {
+      const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/metrics`;
+      try {
+        const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+        return res.ok ? await res.text() : undefined;
+      } catch {
+        return undefined;
+      }
+    },
   };
 }
 
@@ -206,7 +243,8 @@ Checks what the agent depends on and says, for each, OK or what is wrong and the
 kubelet root and its pods directory, mount propagation, the CSI and registration sockets,
 the kubelet's registration of the driver (CSINode), the CSIDriver object, the API server,
 the agent's RBAC (SelfSubjectAccessReview: what it needs, and nothing it should not have),
-the Node and its labels. In the agent's pod it reads the agent's own flags:
+the Node and its labels, and the running agent's refused annotation writes. In the agent's pod it
+reads the agent's own flags:
   kubectl -n ownerrefs-system exec ds/ownerrefs-agent -- ownerrefs-agent doctor
 On a node, pass run's flags (--node-name, --kubeconfig, --kubelet-root, --csi-socket, ...).
 Exit 0 when nothing failed, 1 when something did.

@@ -93,7 +93,17 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     const status = await plugin('status');
     expect(status.stdout).toMatch(new RegExp(`^  ${e.node.name} +Running +true +yes +dev$`, 'm'));
     expect(status.stdout).toMatch(/^  ownerrefs-agent\.ownerrefs\.dev: bound/m);
+    expect(status.stdout).toMatch(/^  annotation-writers\.ownerrefs\.dev: bound/m);
+    expect(status.stdout).not.toContain('PODS WHOSE ANNOTATIONS THE AGENT COULD NOT WRITE');
+    // A refusal as the agent reports it (its Event on the pod): status lists the pod, with the message.
+    await e.core.createNamespacedEvent({ namespace: e.ns, body: { metadata: { generateName: 'refused-' }, reason: 'OwnerRefsAnnotationFailed', type: 'Warning',
+      message: "ValidatingAdmissionPolicy 'ownerrefs-agent.ownerrefs.dev' denied request: the ownerrefs agent may not change a pod's labels",
+      involvedObject: { kind: 'Pod', namespace: e.ns, name: 'stamped', apiVersion: 'v1' } } });
+    const refused = await plugin('status');
+    expect(refused.stdout).toContain('PODS WHOSE ANNOTATIONS THE AGENT COULD NOT WRITE');
+    expect(refused.stdout).toMatch(new RegExp(`^  ${e.ns}/stamped: ValidatingAdmissionPolicy 'ownerrefs-agent\\.ownerrefs\\.dev' denied request: the ownerrefs agent may not change a pod's labels$`, 'm'));
     const doctor = await plugin('doctor', '--node', e.node.name);
+    expect(doctor.stdout).toMatch(/^OK   annotation writes: none refused/m);
     expect(doctor.stdout).toContain(`agent pod ownerrefs-system/${agent.metadata!.name} on ${e.node.name}:`);
     expect(doctor.stdout).toMatch(/^OK   kubelet root: /m);
     expect(doctor.stdout).toMatch(/^OK   token: names node /m);

@@ -6,7 +6,7 @@ import { agentArgsOfPid1, formatFindings, runChecks, type DoctorConfig, type Doc
 import { ApiError } from '../../../agent/kube/client.ts';
 import { KubeconfigError } from '../../../agent/kube/kubeconfig.ts';
 
-const CFG: DoctorConfig = { nodeName: 'n1', kubeletRoot: '/var/lib/kubelet', csiSocket: '/var/lib/kubelet/plugins/ownerrefs.dev/csi.sock', registrationDir: '/var/lib/kubelet/plugins_registry' };
+const CFG: DoctorConfig = { nodeName: 'n1', kubeletRoot: '/var/lib/kubelet', csiSocket: '/var/lib/kubelet/plugins/ownerrefs.dev/csi.sock', registrationDir: '/var/lib/kubelet/plugins_registry', health: { host: '0.0.0.0', port: 8080 } };
 const dir = { isDirectory: () => true, isSocket: () => false } as Stats;
 const sock = { isDirectory: () => false, isSocket: () => true } as Stats;
 const file = { isDirectory: () => false, isSocket: () => false } as Stats;
@@ -20,6 +20,8 @@ interface World {
   api: Record<string, unknown | ApiError>;
   /** The node the credentials' token names (SelfSubjectReview), if any. */
   tokenNode: string | undefined;
+  /** The running agent's /metrics; undefined: no agent answers. */
+  metrics: string | undefined;
 }
 
 function healthy(): World {
@@ -28,6 +30,7 @@ function healthy(): World {
     mountinfo: MOUNT('shared:1 master:1'),
     allowed: new Set(NEEDED),
     tokenNode: 'n1',
+    metrics: 'ownerrefs_annotation_writes_total{result="ok"} 12\nownerrefs_annotation_writes_total{result="forbidden"} 0\n',
     api: {
       '/version': { gitVersion: 'v1.36.3' },
       '/apis/storage.k8s.io/v1/csinodes/n1': { spec: { drivers: [{ name: 'ownerrefs.dev', nodeID: 'n1' }] } },
@@ -42,6 +45,7 @@ function envOf(w: World): DoctorEnv {
     lstat: async (p) => w.paths[p],
     readdir: async (p) => (w.paths[p] ? ['a', 'b'] : undefined),
     mountinfo: async () => w.mountinfo,
+    agentMetrics: async () => w.metrics,
     api: {
       async json<T>(method: string, p: string, body?: unknown): Promise<T> {
         if (method === 'POST' && p.endsWith('/selfsubjectreviews')) {
@@ -67,7 +71,7 @@ describe('doctor', () => {
     const f = await runChecks(CFG, envOf(healthy()));
     expect(f.map((x) => `${x.verdict} ${x.check}`)).toEqual([
       'OK kubelet root', 'OK mount propagation', 'OK CSI socket', 'OK CSI registration socket', 'OK CSI driver registered with the kubelet',
-      'OK CSIDriver object', 'OK API server', 'OK RBAC', 'OK token', 'OK Node']);
+      'OK CSIDriver object', 'OK API server', 'OK RBAC', 'OK token', 'OK Node', 'OK annotation writes']);
     expect(formatFindings(f)).toMatch(/^OK   kubelet root: \/var\/lib\/kubelet\/pods exists \(2 pod directories\)$/m);
   });
 
@@ -91,6 +95,9 @@ describe('doctor', () => {
     { name: 'credentials of another node\'s agent', change: (w) => { w.tokenNode = 'n2'; }, check: 'token', verdict: 'FAIL', says: /name node n2, not n1/ },
     { name: 'RBAC that may replace whole pods', change: (w) => w.allowed.add('update pods'), check: 'RBAC', verdict: 'WARN', says: /may also update pods/ },
     { name: 'a node name that is not a Node', change: (w) => delete w.api['/api/v1/nodes/n1'], check: 'Node', verdict: 'FAIL', says: /Node n1 does not exist: --node-name/ },
+    { name: 'the agent\'s annotation writes refused (another webhook changes pods on UPDATE)', change: (w) => { w.metrics = 'ownerrefs_annotation_writes_total{result="ok"} 2\nownerrefs_annotation_writes_total{result="forbidden"} 7\n'; },
+      check: 'annotation writes', verdict: 'WARN', says: /^7 of the agent's annotation writes were refused since it started: .*--field-selector reason=OwnerRefsAnnotationFailed.*exempt the agent's ServiceAccount/ },
+    { name: 'no agent answering beside doctor', change: (w) => { w.metrics = undefined; }, check: 'annotation writes', verdict: 'SKIP', says: /no agent answers on 127\.0\.0\.1:8080/ },
     { name: 'a node label that does not parse', change: (w) => { w.api['/api/v1/nodes/n1'] = { metadata: { labels: { 'ownerrefs.dev/env-file': 'maybe' } } }; }, check: 'Node', verdict: 'FAIL', says: /use "true" or "false"/ },
   ];
 
