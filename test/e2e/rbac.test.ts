@@ -40,8 +40,10 @@ describe('daemonset.yaml', () => {
       execFile(process.execPath, [path.join(import.meta.dirname, '..', '..', 'agent', 'main.ts'), 'doctor', `--node-name=${e.nodeName}`,
         `--kubeconfig=${path.join(e.kubeletRoot, 'agent.kubeconfig')}`, ...args], (err, stdout) => resolve({ code: err ? Number((err as { code?: number }).code) : 0, out: stdout }));
     });
-    const good = await doctor(`--kubelet-root=${e.kubeletRoot}`);
-    expect(good.out.split('\n').filter(Boolean).map((l) => l.split(':')[0])).toEqual(['OK   kubelet root', 'OK   mount propagation', 'OK   API server', 'OK   RBAC', 'OK   token', 'OK   Node']);
+    // Beside the running agent (its health address), as in its pod: it reads the agent's counts.
+    const good = await doctor(`--kubelet-root=${e.kubeletRoot}`, `--health-addr=127.0.0.1:${e.agent.healthPort}`);
+    expect(good.out.split('\n').filter(Boolean).map((l) => l.split(':')[0])).toEqual(['OK   kubelet root', 'OK   mount propagation', 'OK   API server', 'OK   RBAC', 'OK   token', 'OK   Node',
+      'OK   annotation writes']);
     expect(good.code).toBe(0);
     const bad = await doctor('--kubelet-root=/var/snap/nowhere/kubelet');
     expect(bad.code).toBe(1);
