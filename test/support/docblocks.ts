@@ -11,6 +11,7 @@
 
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { parse } from 'yaml';
 
 export const ROOT = path.join(import.meta.dirname, '..', '..');
 
@@ -111,4 +112,13 @@ export function exampleCommands(text: string): string[] {
     if (m) out.push(m[1]!);
   }
   return out;
+}
+
+/** The ```yaml blocks of one `## heading` section of a page, parsed, in order. */
+export function yamlBlocks(file: string, heading: string): unknown[] {
+  const text = readFileSync(path.join(ROOT, file), 'utf8');
+  const start = text.indexOf(`\n## ${heading}\n`);
+  if (start < 0) throw new Error(`${file}: no section "## ${heading}"`);
+  const section = text.slice(start + 1).split('\n## ')[0]!;
+  return [...section.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => parse(m[1]!) as unknown);
 }
