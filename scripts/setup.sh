@@ -14,6 +14,7 @@
 #   3. The cached builds, each a cache hit in milliseconds once made: the control plane and
 #      the node's kubelet (both), the node's images (when their tools are there), csi-sanity,
 #      helm, promtool and the oldest supported release's control plane and kubelet (test).
+#   4. OpenTelemetry's SDK for the coexistence test, in test/support/otel (test).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-}
@@ -71,4 +72,9 @@ if [[ $what == test ]]; then
   bash localcluster/tools/build.sh >/dev/null
   bash localcluster/oldest/build.sh >/dev/null # the oldest supported Kubernetes release
   if has busybox; then bash localcluster/conformance/build.sh >/dev/null; fi # Kubernetes' e2e suite with ours, agnhost and the images they run
+fi
+if [[ $what == test ]]; then
+  # OpenTelemetry's JavaScript SDK for the coexistence test, apart from the project's own
+  # dependencies (its peers pin an @opentelemetry/api other than the one prom-client shares).
+  npm ci --prefix test/support/otel --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 fi
