@@ -102,8 +102,15 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
     const refused = await plugin('status');
     expect(refused.stdout).toContain('PODS WHOSE ANNOTATIONS THE AGENT COULD NOT WRITE');
     expect(refused.stdout).toMatch(new RegExp(`^  ${e.ns}/stamped: ValidatingAdmissionPolicy 'ownerrefs-agent\\.ownerrefs\\.dev' denied request: the ownerrefs agent may not change a pod's labels$`, 'm'));
+    // doctor --node: the refusals of pods on that node only ('stamped' is on none), with the message.
+    const onNode = (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: 'app=ds-reader' })).items[0]!.metadata!.name!;
+    await e.core.createNamespacedEvent({ namespace: e.ns, body: { metadata: { generateName: 'refused-' }, reason: 'OwnerRefsAnnotationFailed', type: 'Warning',
+      message: "ValidatingAdmissionPolicy 'ownerrefs-agent.ownerrefs.dev' denied request: the ownerrefs agent may not change a pod's annotations but its own",
+      involvedObject: { kind: 'Pod', namespace: e.ns, name: onNode, apiVersion: 'v1' } } });
     const doctor = await plugin('doctor', '--node', e.node.name);
     expect(doctor.stdout).toMatch(/^OK   annotation writes: none refused/m);
+    expect(doctor.stdout).toMatch(new RegExp(`^PODS WHOSE ANNOTATIONS THE AGENT COULD NOT WRITE .*\\n  ${e.ns}/${onNode}: ValidatingAdmissionPolicy .*may not change a pod's annotations but its own$`, 'm'));
+    expect(doctor.stdout).not.toContain('/stamped:');
     expect(doctor.stdout).toContain(`agent pod ownerrefs-system/${agent.metadata!.name} on ${e.node.name}:`);
     expect(doctor.stdout).toMatch(/^OK   kubelet root: /m);
     expect(doctor.stdout).toMatch(/^OK   token: names node /m);
