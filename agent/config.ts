@@ -60,7 +60,7 @@ Commands:
 ${commands.join('\n')}
 
 Run "ownerrefs-agent <command> --help" for a command's flags. --debug adds the stack
-trace to an error message.
+trace to an error message. --version prints the version.
 
 Exit codes:
 ${codes.join('\n')}

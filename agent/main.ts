@@ -31,6 +31,10 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(mainHelp());
     return cmd === undefined ? EXIT.usage.code : EXIT.ok.code;
   }
+  if (cmd === '--version' || cmd === 'version') {
+    process.stdout.write(`ownerrefs-agent ${(await import('./common/version.ts')).agentVersion()}\n`);
+    return EXIT.ok.code;
+  }
   if (rest.includes('--help') || rest.includes('-h')) {
     if (cmd === 'run') process.stdout.write(runHelp());
     else if (cmd === 'render') process.stdout.write((await import('./cli/render.ts')).RENDER_HELP);

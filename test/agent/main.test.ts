@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -107,5 +107,13 @@ describe('ownerrefs-agent output', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/^ownerrefs-agent: unknown command "bogus\\u001b\[2J"; the commands are run, render, webhook, inject and doctor/);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('ownerrefs-agent --version', () => {
+  const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  it.each([['--version'], ['version']])('%s prints package.json\'s version, from the checkout as from the image\'s layout', (arg) => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'agent', 'main.ts'), arg], { encoding: 'utf8' });
+    expect(r).toMatchObject({ status: 0, stdout: `ownerrefs-agent ${version}\n`, stderr: '' });
   });
 });
