@@ -1,6 +1,12 @@
 # syntax=docker/dockerfile:1
+# One Dockerfile for every architecture (linux/amd64, linux/arm64): nothing in the image is
+# native but `node`, so the build stage runs on the builder's own platform and the final stage
+# takes the target's base. BASE is that base: the default names the published multi-arch one;
+# localcluster/image/build.sh passes the one it makes for a platform with no registry here.
+ARG BASE=node:24-bookworm-slim
+
 # Build: compile TypeScript with the dev dependencies, then keep production ones only.
-FROM node:24-bookworm-slim AS build
+FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: the `node` devDependency only provides Node 24 for local scripts;
@@ -14,7 +20,7 @@ COPY projections ./projections
 RUN npx tsc -p tsconfig.build.json && cp -R agent/files/csi/proto dist/agent/files/csi/ && chmod 755 dist/agent/main.js && npm prune --omit=dev --ignore-scripts
 
 # Runtime: Node 24, production dependencies and compiled JavaScript only.
-FROM node:24-bookworm-slim
+FROM --platform=$TARGETPLATFORM ${BASE}
 ENV NODE_ENV=production
 # agent/config.ts AGENT_ENV: two malloc arenas keep RSS flat (a test keeps the two in step).
 ENV MALLOC_ARENA_MAX=2

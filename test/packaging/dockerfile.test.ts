@@ -36,8 +36,9 @@ describe('Dockerfile', () => {
     for (const [k, v] of Object.entries(AGENT_ENV)) expect(dockerfile).toMatch(new RegExp(`^ENV ${k}=${v}$`, 'm'));
   });
 
-  it('builds on Node 24 and ships production dependencies only', () => {
-    expect([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1])).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+  it('builds on Node 24, on the builder\'s platform, into the target\'s Node 24 base, and ships production dependencies only', () => {
+    expect([...dockerfile.matchAll(/^FROM (.+)$/gm)].map((m) => m[1])).toEqual(['--platform=$BUILDPLATFORM node:24-bookworm-slim AS build', '--platform=$TARGETPLATFORM ${BASE}']);
+    expect(dockerfile).toMatch(/^ARG BASE=node:24-bookworm-slim$/m);
     expect(dockerfile).toMatch(/npm prune --omit=dev/);
   });
 });
