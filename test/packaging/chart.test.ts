@@ -190,7 +190,7 @@ describe('the chart', () => {
     expect(ds('--set', 'nodeSelectorLabel=ownerrefs.dev/agent').nodeSelector).toEqual({ 'kubernetes.io/os': 'linux', 'ownerrefs.dev/agent': 'true' });
   });
 
-  const ARCH = { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] };
+  const ARCH = { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64', 'arm64'] };
   const NOT_VK = { key: 'type', operator: 'NotIn', values: ['virtual-kubelet'] };
   const required = (...terms: Obj[]) => ({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } });
   it.each([
