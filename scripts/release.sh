@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# npm run release: every artifact of one version, built from this checkout into
+# dist/release-VERSION/. `bash scripts/release.sh --check-version` does step 1 alone.
+#
+#   1. The version: package.json's. Chart.yaml's version and appVersion, the chart's image
+#      tag, the manifests' images and the krew manifest must say the same, or it stops here.
+#   2. The image for linux/amd64 and linux/arm64 (localcluster/image/build.sh), pushed to a
+#      registry on loopback as one OCI image index, and signed there by cosign.
+#   3. dist/ownerrefs-agent-image-V.oci.tar: that index with both images and the signature
+#      (`cosign save`), an OCI image layout in a tar.
+#   4. The chart, packaged (`helm package`): dist/ownerrefs-agent-V.tgz.
+#   5. The kubectl plugin's archive and its krew manifest, whose sha256 is the archive's.
+#   6. SBOMs (CycloneDX JSON, by syft): each image's, and the npm dependencies' (the lockfile).
+#   7. cosign.pub; a signature bundle of the chart and of SHA256SUMS; SHA256SUMS of it all.
+#
+# Signing key: $COSIGN_KEY (with $COSIGN_PASSWORD), else a key pair made once in
+# ~/.config/ownerrefs/. OWNERREFS_SIGN=keyless signs with the ambient OIDC identity instead
+# (the hosted workflow's) and records the signatures in Sigstore's public log; dist then has
+# no cosign.pub. The tools come from pinned Go modules (localcluster/release/tools), helm
+# from localcluster/tools.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+log() { echo "[release] $*" >&2; }
+die() { echo "release: $*" >&2; exit 1; }
+started=$SECONDS
+
+# 1. One version everywhere.
+V=$(node -p "require('./package.json').version")
+[[ $V =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || die "package.json's version $V is not MAJOR.MINOR.PATCH"
+REPO=${OWNERREFS_IMAGE_REPOSITORY:-ghcr.io/ownerrefs-dev/ownerrefs-agent}
+check() { # FILE WHAT FOUND
+  [[ $3 == "$V" ]] || die "$1: $2 is '$3', not the release's version $V (package.json): change it, or package.json"
+}
+chart=charts/ownerrefs-agent
+check "$chart/Chart.yaml" version "$(sed -n 's/^version: *//p' "$chart/Chart.yaml" | tr -d '"')"
+check "$chart/Chart.yaml" appVersion "$(sed -n 's/^appVersion: *//p' "$chart/Chart.yaml" | tr -d '"')"
+check "$chart/values.yaml" image.tag "$(sed -n '/^image:/,/^[^ ]/s/^  tag: *//p' "$chart/values.yaml" | tr -d '"')"
+for f in daemonset.yaml webhook.yaml; do
+  while read -r img; do check "$f" "image $img" "${img##*:}"; done < <(sed -n "s|^ *image: *\"\{0,1\}\($REPO:[^\"]*\)\"\{0,1\}$|\1|p" "$f")
+done
+# The architectures built are the ones the chart's agent runs on by default, no more, no fewer.
+ARCHES=(amd64 arm64)
+[[ $(sed -n 's/^architectures: *//p' "$chart/values.yaml") == "[$(IFS=,; echo "${ARCHES[*]}" | sed 's/,/, /g')]" ]] ||
+  die "$chart/values.yaml: architectures is not [${ARCHES[*]}], the architectures the release builds"
+check kubectl-plugin/ownerrefs.krew.yaml spec.version "$(sed -n 's/^  version: *v//p' kubectl-plugin/ownerrefs.krew.yaml)"
+log "version $V"
+[[ ${1:-} == --check-version ]] && exit 0
+
+mkdir -p dist
+out=dist/release-$V.tmp
+rm -rf "$out" && mkdir -p "$out"
+helm_dir=$(bash localcluster/tools/build.sh)
+tools=$(bash localcluster/release/tools/build.sh)
+export PATH=$tools:$helm_dir:$PATH
+
+# The signing key.
+keyless=$([[ ${OWNERREFS_SIGN:-key} == keyless ]] && echo 1 || true)
+sign=()
+if [[ -z $keyless ]]; then
+  if [[ -z ${COSIGN_KEY:-} ]]; then
+    keydir=$HOME/.config/ownerrefs
+    if [[ ! -f $keydir/cosign.key ]]; then
+      mkdir -p "$keydir" && chmod 700 "$keydir"
+      (cd "$keydir" && COSIGN_PASSWORD='' cosign generate-key-pair >/dev/null)
+      log "made a signing key pair in $keydir (set COSIGN_KEY to use your own)"
+    fi
+    export COSIGN_KEY=$keydir/cosign.key COSIGN_PASSWORD=${COSIGN_PASSWORD:-}
+  fi
+  # A key file, and no public services: nothing leaves this machine.
+  sign=(--key "$COSIGN_KEY" --tlog-upload=false --use-signing-config=false)
+  cosign public-key --key "$COSIGN_KEY" > "$out/cosign.pub"
+fi
+
+# 2. Both images, one index on a loopback registry, signed.
+port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+crane registry serve --address "127.0.0.1:$port" >"$out/.registry.log" 2>&1 &
+registry=$!
+trap 'kill $registry 2>/dev/null || true' EXIT
+reg=127.0.0.1:$port/ownerrefs-agent
+for _ in $(seq 50); do crane catalog "127.0.0.1:$port" --insecure >/dev/null 2>&1 && break; sleep 0.1; done
+declare -A image_tar
+for arch in "${ARCHES[@]}"; do
+  t0=$SECONDS
+  image_tar[$arch]=$(OWNERREFS_IMAGE_ARCH=$arch OWNERREFS_IMAGE="localhost/ownerrefs/ownerrefs-agent:$V-$arch" bash localcluster/image/build.sh)
+  podman --runtime runc push --tls-verify=false --format oci "localhost/ownerrefs/ownerrefs-agent:$V-$arch" "docker://$reg:$V-$arch" >&2
+  log "image linux/$arch in $((SECONDS - t0)) s"
+done
+crane index append --insecure $(printf -- "-m $reg:$V-%s " "${ARCHES[@]}") -t "$reg:$V" >/dev/null
+digest=$(crane digest --insecure "$reg:$V")
+# The signature as a tag beside the image (cosign's classic form, not an OCI 1.1 referrer):
+# `cosign save` carries it into the layout, and `cosign load` into the user's registry.
+cosign sign --yes "${sign[@]}" --new-bundle-format=false --allow-insecure-registry "$reg@$digest" 2>&1 | grep -v -e 'has been deprecated' >&2
+
+# 3. The index, its images and its signature, as an OCI layout in a tar.
+cosign save --allow-insecure-registry --dir "$out/.layout" "$reg:$V" >&2
+tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$out/.layout" -cf "$out/ownerrefs-agent-image-$V.oci.tar" .
+echo "$digest" > "$out/ownerrefs-agent-image-$V.digest"
+
+# 4. The chart.
+helm package "$chart" --version "$V" --app-version "$V" --destination "$out" >/dev/null
+
+# 5. The plugin.
+sha=$(bash scripts/package-plugin.sh "$out/kubectl-ownerrefs.tar.gz")
+sed -e "s/^    sha256: .*/    sha256: $sha/" -e "s|/releases/download/v[^/]*/|/releases/download/v$V/|" kubectl-plugin/ownerrefs.krew.yaml > "$out/ownerrefs.krew.yaml"
+
+# 6. SBOMs.
+for arch in "${ARCHES[@]}"; do
+  syft scan --quiet "oci-archive:${image_tar[$arch]}" -o "cyclonedx-json=$out/ownerrefs-agent-image-$V-linux-$arch.cdx.json"
+done
+syft scan --quiet "file:package-lock.json" -o "cyclonedx-json=$out/ownerrefs-agent-$V-npm.cdx.json"
+
+# 7. Signatures of the files, and the sums.
+(cd "$out" && sha256sum -- $(ls | sort) > SHA256SUMS)
+for f in "ownerrefs-agent-$V.tgz" SHA256SUMS; do
+  cosign sign-blob --yes "${sign[@]}" --bundle "$out/$f.sigstore.json" "$out/$f" >/dev/null 2>&1 || die "cosign sign-blob $f failed"
+done
+
+rm -rf "$out/.layout" "$out/.registry.log"
+rm -rf "dist/release-$V" && mv "$out" "dist/release-$V"
+log "dist/release-$V in $((SECONDS - started)) s:"
+(cd "dist/release-$V" && ls -l | awk 'NR > 1 { printf "  %10d  %s\n", $5, $9 }') >&2
