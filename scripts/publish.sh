@@ -22,9 +22,9 @@ rel=dist/release-$V
 [[ -d $rel ]] || die "$rel is missing: npm run release first"
 (cd "$rel" && sha256sum --quiet -c SHA256SUMS) || die "$rel does not match its SHA256SUMS"
 dry=${1:-}
-helm_dir=$(bash localcluster/tools/build.sh)
-tools=$(bash localcluster/release/tools/build.sh)
-export PATH=$tools:$helm_dir:$PATH
+PATH=$(bash localcluster/tools/build.sh):$PATH
+for t in cosign crane; do PATH=$(bash localcluster/release/tools/build.sh "$t"):$PATH; done
+export PATH
 insecure=()
 registry=
 layout=$(mktemp -d)

@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # npm run release: every artifact of one version, built from this checkout into
-# dist/release-VERSION/. `bash scripts/release.sh --check-version` does step 1 alone.
+# dist/release-VERSION/.
+#
+#   bash scripts/release.sh [--check-version | --smoke]
+#
+# --check-version does step 1 alone. --smoke (the test suite's, within CI's time) builds into
+# dist/release-VERSION-smoke/ the amd64 image alone (podman's OCI archive, no index), the
+# chart, the plugin and SHA256SUMS: no arm64, signature or SBOM, and so none of cosign, syft
+# or crane to build on a new machine.
 #
 #   1. The version: package.json's. Chart.yaml's version and appVersion, the chart's image
 #      tag, the manifests' images and the krew manifest must say the same, or it stops here.
@@ -45,21 +52,23 @@ ARCHES=(amd64 arm64)
   die "$chart/values.yaml: architectures is not [${ARCHES[*]}], the architectures the release builds"
 check kubectl-plugin/ownerrefs.krew.yaml spec.version "$(sed -n 's/^  version: *v//p' kubectl-plugin/ownerrefs.krew.yaml)"
 log "version $V"
-[[ ${1:-} == --check-version ]] && exit 0
+mode=${1:-full}
+[[ $mode == --check-version ]] && exit 0
+[[ $mode == full || $mode == --smoke ]] || die "unknown argument $mode (--check-version, --smoke)"
+smoke=$([[ $mode == --smoke ]] && echo 1 || true)
+final=dist/release-$V${smoke:+-smoke}
 
 mkdir -p dist
-out=dist/release-$V.tmp
+out=$final.tmp
 rm -rf "$out" && mkdir -p "$out"
-helm_dir=$(bash localcluster/tools/build.sh)
-tools=$(bash localcluster/release/tools/build.sh)
-export PATH=$tools:$helm_dir:$PATH
+PATH=$(bash localcluster/tools/build.sh):$PATH
 
-# The signing key.
-keyless=$([[ ${OWNERREFS_SIGN:-key} == keyless ]] && echo 1 || true)
-sign=()
-if [[ -z $keyless ]]; then
+# The signing key: cosign's flags, and cosign.pub beside the artifacts when it is a key file.
+signing_key() {
+  sign=()
+  [[ ${OWNERREFS_SIGN:-key} == keyless ]] && return
   if [[ -z ${COSIGN_KEY:-} ]]; then
-    keydir=$HOME/.config/ownerrefs
+    local keydir=$HOME/.config/ownerrefs
     if [[ ! -f $keydir/cosign.key ]]; then
       mkdir -p "$keydir" && chmod 700 "$keydir"
       (cd "$keydir" && COSIGN_PASSWORD='' cosign generate-key-pair >/dev/null)
@@ -70,32 +79,47 @@ if [[ -z $keyless ]]; then
   # A key file, and no public services: nothing leaves this machine.
   sign=(--key "$COSIGN_KEY" --tlog-upload=false --use-signing-config=false)
   cosign public-key --key "$COSIGN_KEY" > "$out/cosign.pub"
-fi
+}
 
-# 2. Both images, one index on a loopback registry, signed.
-port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-crane registry serve --address "127.0.0.1:$port" >"$out/.registry.log" 2>&1 &
-registry=$!
-trap 'kill $registry 2>/dev/null || true' EXIT
-reg=127.0.0.1:$port/ownerrefs-agent
-for _ in $(seq 50); do crane catalog "127.0.0.1:$port" --insecure >/dev/null 2>&1 && break; sleep 0.1; done
+# Steps 2 and 3: each architecture's image (its OCI archive in image_tar), pushed to a registry
+# on loopback; one index of them there, signed; saved with its signature as an OCI layout tar.
+image_index() {
+  local port registry reg digest arch t0
+  port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+  crane registry serve --address "127.0.0.1:$port" >/dev/null 2>&1 &
+  registry=$!
+  trap "kill $registry 2>/dev/null || true" EXIT
+  reg=127.0.0.1:$port/ownerrefs-agent
+  for _ in $(seq 50); do crane catalog "127.0.0.1:$port" --insecure >/dev/null 2>&1 && break; sleep 0.1; done
+  for arch in "${ARCHES[@]}"; do
+    t0=$SECONDS
+    image_tar[$arch]=$(OWNERREFS_IMAGE_ARCH=$arch OWNERREFS_IMAGE="localhost/ownerrefs/ownerrefs-agent:$V-$arch" bash localcluster/image/build.sh)
+    podman --runtime runc push --tls-verify=false --format oci "localhost/ownerrefs/ownerrefs-agent:$V-$arch" "docker://$reg:$V-$arch" >&2
+    log "image linux/$arch in $((SECONDS - t0)) s"
+  done
+  crane index append --insecure $(printf -- "-m $reg:$V-%s " "${ARCHES[@]}") -t "$reg:$V" >/dev/null
+  digest=$(crane digest --insecure "$reg:$V")
+  # The signature as a tag beside the image (cosign's classic form, not an OCI 1.1 referrer):
+  # `cosign save` carries it into the layout, and `cosign load` into the user's registry.
+  cosign sign --yes "${sign[@]}" --new-bundle-format=false --allow-insecure-registry "$reg@$digest" 2>&1 | grep -v -e 'has been deprecated' >&2
+  local layout=$out/.layout
+  cosign save --allow-insecure-registry --dir "$layout" "$reg:$V" >&2
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$layout" -cf "$out/ownerrefs-agent-image-$V.oci.tar" .
+  rm -rf "$layout"
+  echo "$digest" > "$out/ownerrefs-agent-image-$V.digest"
+}
+
 declare -A image_tar
-for arch in "${ARCHES[@]}"; do
+if [[ -n $smoke ]]; then
   t0=$SECONDS
-  image_tar[$arch]=$(OWNERREFS_IMAGE_ARCH=$arch OWNERREFS_IMAGE="localhost/ownerrefs/ownerrefs-agent:$V-$arch" bash localcluster/image/build.sh)
-  podman --runtime runc push --tls-verify=false --format oci "localhost/ownerrefs/ownerrefs-agent:$V-$arch" "docker://$reg:$V-$arch" >&2
-  log "image linux/$arch in $((SECONDS - t0)) s"
-done
-crane index append --insecure $(printf -- "-m $reg:$V-%s " "${ARCHES[@]}") -t "$reg:$V" >/dev/null
-digest=$(crane digest --insecure "$reg:$V")
-# The signature as a tag beside the image (cosign's classic form, not an OCI 1.1 referrer):
-# `cosign save` carries it into the layout, and `cosign load` into the user's registry.
-cosign sign --yes "${sign[@]}" --new-bundle-format=false --allow-insecure-registry "$reg@$digest" 2>&1 | grep -v -e 'has been deprecated' >&2
-
-# 3. The index, its images and its signature, as an OCI layout in a tar.
-cosign save --allow-insecure-registry --dir "$out/.layout" "$reg:$V" >&2
-tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$out/.layout" -cf "$out/ownerrefs-agent-image-$V.oci.tar" .
-echo "$digest" > "$out/ownerrefs-agent-image-$V.digest"
+  cp "$(OWNERREFS_IMAGE="localhost/ownerrefs/ownerrefs-agent:$V" bash localcluster/image/build.sh)" "$out/ownerrefs-agent-image-$V-linux-amd64.oci.tar"
+  log "image linux/amd64 in $((SECONDS - t0)) s"
+else
+  for t in cosign syft crane; do PATH=$(bash localcluster/release/tools/build.sh "$t"):$PATH; done
+  export PATH
+  signing_key
+  image_index
+fi
 
 # 4. The chart.
 helm package "$chart" --version "$V" --app-version "$V" --destination "$out" >/dev/null
@@ -105,18 +129,21 @@ sha=$(bash scripts/package-plugin.sh "$out/kubectl-ownerrefs.tar.gz")
 sed -e "s/^    sha256: .*/    sha256: $sha/" -e "s|/releases/download/v[^/]*/|/releases/download/v$V/|" kubectl-plugin/ownerrefs.krew.yaml > "$out/ownerrefs.krew.yaml"
 
 # 6. SBOMs.
-for arch in "${ARCHES[@]}"; do
-  syft scan --quiet "oci-archive:${image_tar[$arch]}" -o "cyclonedx-json=$out/ownerrefs-agent-image-$V-linux-$arch.cdx.json"
-done
-syft scan --quiet "file:package-lock.json" -o "cyclonedx-json=$out/ownerrefs-agent-$V-npm.cdx.json"
+if [[ -z $smoke ]]; then
+  for arch in "${ARCHES[@]}"; do
+    syft scan --quiet "oci-archive:${image_tar[$arch]}" -o "cyclonedx-json=$out/ownerrefs-agent-image-$V-linux-$arch.cdx.json"
+  done
+  syft scan --quiet "file:package-lock.json" -o "cyclonedx-json=$out/ownerrefs-agent-$V-npm.cdx.json"
+fi
 
 # 7. Signatures of the files, and the sums.
 (cd "$out" && sha256sum -- $(ls | sort) > SHA256SUMS)
-for f in "ownerrefs-agent-$V.tgz" SHA256SUMS; do
-  cosign sign-blob --yes "${sign[@]}" --bundle "$out/$f.sigstore.json" "$out/$f" >/dev/null 2>&1 || die "cosign sign-blob $f failed"
-done
+if [[ -z $smoke ]]; then
+  for f in "ownerrefs-agent-$V.tgz" SHA256SUMS; do
+    cosign sign-blob --yes "${sign[@]}" --bundle "$out/$f.sigstore.json" "$out/$f" >/dev/null 2>&1 || die "cosign sign-blob $f failed"
+  done
+fi
 
-rm -rf "$out/.layout" "$out/.registry.log"
-rm -rf "dist/release-$V" && mv "$out" "dist/release-$V"
-log "dist/release-$V in $((SECONDS - started)) s:"
-(cd "dist/release-$V" && ls -l | awk 'NR > 1 { printf "  %10d  %s\n", $5, $9 }') >&2
+rm -rf "$final" && mv "$out" "$final"
+log "$final in $((SECONDS - started)) s:"
+(cd "$final" && ls -l | awk 'NR > 1 { printf "  %10d  %s\n", $5, $9 }') >&2
