@@ -10,15 +10,18 @@
 # or crane to build on a new machine.
 #
 #   1. The version: package.json's. Chart.yaml's version and appVersion, the chart's image
-#      tag, the manifests' images and the krew manifest must say the same, or it stops here.
+#      tag, the manifests' images and the krew manifest must say the same, CHANGELOG.md must
+#      have its section, and the chart's default architectures must be the ones built, or it
+#      stops here.
 #   2. The image for linux/amd64 and linux/arm64 (localcluster/image/build.sh), pushed to a
 #      registry on loopback as one OCI image index, and signed there by cosign.
 #   3. dist/ownerrefs-agent-image-V.oci.tar: that index with both images and the signature
 #      (`cosign save`), an OCI image layout in a tar.
 #   4. The chart, packaged (`helm package`): dist/ownerrefs-agent-V.tgz.
 #   5. The kubectl plugin's archive and its krew manifest, whose sha256 is the archive's.
-#   6. SBOMs (CycloneDX JSON, by syft): each image's, and the npm dependencies' (the lockfile).
-#   7. cosign.pub; a signature bundle of the chart and of SHA256SUMS; SHA256SUMS of it all.
+#   6. SBOMs (CycloneDX JSON, by syft): each image's (Debian's packages, Node, the npm
+#      packages it ships), and the npm dependencies' the image ships (from the lockfile).
+#   7. cosign.pub; the chart's signature bundle; SHA256SUMS of every file; its own bundle.
 #
 # Signing key: $COSIGN_KEY (with $COSIGN_PASSWORD), else a key pair made once in
 # ~/.config/ownerrefs/. OWNERREFS_SIGN=keyless signs with the ambient OIDC identity instead
@@ -46,6 +49,8 @@ check "$chart/values.yaml" image.tag "$(sed -n '/^image:/,/^[^ ]/s/^  tag: *//p'
 for f in daemonset.yaml webhook.yaml; do
   while read -r img; do check "$f" "image $img" "${img##*:}"; done < <(sed -n "s|^ *image: *\"\{0,1\}\($REPO:[^\"]*\)\"\{0,1\}$|\1|p" "$f")
 done
+grep -q "^## \[$V\] - [0-9]\{4\}-[0-9]\{2\}-[0-9]\{2\}$" CHANGELOG.md ||
+  die "CHANGELOG.md: no section '## [$V] - YYYY-MM-DD' (the release's notes)"
 # The architectures built are the ones the chart's agent runs on by default, no more, no fewer.
 ARCHES=(amd64 arm64)
 [[ $(sed -n 's/^architectures: *//p' "$chart/values.yaml") == "[$(IFS=,; echo "${ARCHES[*]}" | sed 's/,/, /g')]" ]] ||
@@ -136,13 +141,13 @@ if [[ -z $smoke ]]; then
   syft scan --quiet "file:package-lock.json" -o "cyclonedx-json=$out/ownerrefs-agent-$V-npm.cdx.json"
 fi
 
-# 7. Signatures of the files, and the sums.
+# 7. The chart's signature, the sums of every file, and the sums' signature.
+blob_sign() {
+  cosign sign-blob --yes "${sign[@]}" --bundle "$out/$1.sigstore.json" "$out/$1" >/dev/null 2>&1 || die "cosign sign-blob $1 failed"
+}
+[[ -n $smoke ]] || blob_sign "ownerrefs-agent-$V.tgz"
 (cd "$out" && sha256sum -- $(ls | sort) > SHA256SUMS)
-if [[ -z $smoke ]]; then
-  for f in "ownerrefs-agent-$V.tgz" SHA256SUMS; do
-    cosign sign-blob --yes "${sign[@]}" --bundle "$out/$f.sigstore.json" "$out/$f" >/dev/null 2>&1 || die "cosign sign-blob $f failed"
-  done
-fi
+[[ -n $smoke ]] || blob_sign SHA256SUMS
 
 rm -rf "$final" && mv "$out" "$final"
 log "$final in $((SECONDS - started)) s:"

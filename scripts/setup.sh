@@ -2,7 +2,7 @@
 # The set-up that `npm run demo` and `npm test` run first (their npm pre-scripts), so that
 # the README's two commands work as written on a fresh Debian machine. Quick once done.
 #
-#   setup.sh demo|test
+#   setup.sh demo|test|release
 #
 #   1. Debian packages: each tool the run uses, and the package that brings it. Missing
 #      ones are installed with apt-get when running as root; otherwise one line says what is
@@ -13,12 +13,15 @@
 #   2. Go >= 1.26, which Debian does not carry: missing or older, one line and exit 1.
 #   3. The cached builds, each a cache hit in milliseconds once made: the control plane and
 #      the node's kubelet (both), the node's images (when their tools are there), csi-sanity,
-#      helm, promtool and the oldest supported release's control plane and kubelet (test).
+#      helm, promtool, krew, actionlint and the oldest supported release's control plane and
+#      kubelet (test).
 #   4. OpenTelemetry's SDK for the coexistence test, in test/support/otel (test).
+#   release (npm run release): podman, debootstrap and qemu-user-static (arm64's image), and
+#   helm; scripts/release.sh builds its own tools (cosign, syft, crane).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-}
-[[ $what == demo || $what == test ]] || { echo "usage: setup.sh demo|test" >&2; exit 2; }
+[[ $what == demo || $what == test || $what == release ]] || { echo "usage: setup.sh demo|test|release" >&2; exit 2; }
 say() { echo "[setup] $*" >&2; }
 
 # tool (a command, or a path) -> package. The real node: containerd (with ctr), runc, the CNI
@@ -30,6 +33,10 @@ declare -A pkg=(
   [busybox]=busybox-static [gcc]=gcc [/usr/share/doc/libc6-dev]=libc6-dev
 )
 order=(openssl containerd ctr runc /usr/lib/cni/bridge ip busybox gcc /usr/share/doc/libc6-dev)
+if [[ $what == release ]]; then
+  pkg[podman]=podman pkg[debootstrap]=debootstrap pkg[/usr/lib/binfmt.d/qemu-aarch64.conf]=qemu-user-static
+  order=(runc podman debootstrap /usr/lib/binfmt.d/qemu-aarch64.conf)
+fi
 if [[ $what == test ]]; then
   # The image's test builds the Dockerfile with podman, from a base debootstrap makes.
   pkg[podman]=podman pkg[debootstrap]=debootstrap
@@ -52,6 +59,7 @@ if (( ${#need[@]} > 0 )); then
     say "installed in $((SECONDS - start)) s"
   else
     why=$([[ $(id -u) == 0 ]] && echo "there is no apt-get" || echo "not root")
+    [[ $what == release ]] && { say "cannot install ${need[*]} ($why): npm run release needs them; install them as root"; exit 1; }
     fallback=$([[ $what == demo ]] && echo "the demo runs on the kubelet emulator" || echo "the real-node tests run on a hollow node and those needing a container or podman are skipped")
     say "cannot install ${need[*]} ($why): $fallback; install them as root for a real node"
   fi
@@ -64,12 +72,15 @@ if [[ ! $go_version =~ ^go1\.(2[6-9]|[3-9][0-9]) ]]; then
 fi
 
 # Cache hits cost milliseconds; a cold build says how long it will take.
+if [[ $what == release ]]; then bash localcluster/tools/build.sh >/dev/null; exit 0; fi
 bash localcluster/controlplane/build.sh >/dev/null
 bash localcluster/node/build.sh >/dev/null
 if has busybox && has gcc; then bash localcluster/node/images/build.sh >/dev/null; fi
 if [[ $what == test ]]; then
   bash localcluster/csi/build.sh >/dev/null
   bash localcluster/tools/build.sh >/dev/null
+  bash localcluster/release/tools/build.sh krew >/dev/null # the release's install test
+  bash localcluster/release/tools/build.sh actionlint >/dev/null # the release workflow's check
   bash localcluster/oldest/build.sh >/dev/null # the oldest supported Kubernetes release
   if has busybox; then bash localcluster/conformance/build.sh >/dev/null; fi # Kubernetes' e2e suite with ours, agnhost and the images they run
 fi

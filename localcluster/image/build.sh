@@ -38,7 +38,9 @@ pod() { podman --runtime runc "$@"; }
 
 host_node=$root/node_modules/node/bin/node
 [[ -x $host_node ]] || { log "run npm ci first: $host_node (Node 24) is missing"; exit 1; }
-npm_dir=$(npm root -g)/npm
+# npm's own package directory, from the npm on PATH (`npm root -g` would answer for whichever
+# node runs it: the devDependency's, under npm scripts).
+npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 node_version=$("$host_node" --version)
 npm_version=$(node -p "require('$npm_dir/package.json').version")
 cache=${OWNERREFS_IMAGE_CACHE:-$HOME/.cache/ownerrefs-image}

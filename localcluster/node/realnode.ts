@@ -150,7 +150,11 @@ export async function startRealNode(opts: { cp: ControlPlane; name: string; binD
       name: opts.name, kubeletRoot, workDir, logsDir, apiForPods,
       pids: () => [kubelet, containerd].flatMap((c) => (c && !c.exited ? [c.pid] : [])),
       async importImage(archive: string) {
-        return (await ctr(sock, ['images', 'import', archive])) ?? '';
+        try {
+          return (await run('ctr', ['--address', sock, '--namespace', 'k8s.io', 'images', 'import', archive], { maxBuffer: 1 << 20 })).stdout;
+        } catch (err) {
+          throw new Error(`ctr could not import ${archive}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`, { cause: err });
+        }
       },
       async tagImage(source: string, target: string) {
         if (await ctr(sock, ['images', 'tag', '--force', source, target]) === undefined) throw new Error(`ctr could not tag ${source} as ${target}`);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../support/docblocks.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
-const FILES = ['package.json', 'scripts/release.sh', 'charts/ownerrefs-agent/Chart.yaml', 'charts/ownerrefs-agent/values.yaml', 'daemonset.yaml', 'webhook.yaml', 'kubectl-plugin/ownerrefs.krew.yaml'];
+const FILES = ['package.json', 'CHANGELOG.md', 'scripts/release.sh', 'charts/ownerrefs-agent/Chart.yaml', 'charts/ownerrefs-agent/values.yaml', 'daemonset.yaml', 'webhook.yaml', 'kubectl-plugin/ownerrefs.krew.yaml'];
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** A copy of the files the check reads, `edit` applied to one of them; the check's exit code and stderr. */
@@ -49,6 +49,11 @@ describe('release: one version, and the architectures it builds', () => {
   it('stops when the chart\'s default architectures are not the ones the release builds', () => {
     expect(check({ file: 'charts/ownerrefs-agent/values.yaml', from: 'architectures: [amd64, arm64]', to: 'architectures: [amd64]' }))
       .toMatchObject({ status: 1, stderr: expect.stringMatching(/^release: charts\/ownerrefs-agent\/values\.yaml: architectures is not \[amd64 arm64\]/) });
+  });
+
+  it('stops when CHANGELOG.md has no section for the version', () => {
+    expect(check({ file: 'CHANGELOG.md', from: `## [${VERSION}] - `, to: '## [9.9.9] - ' }))
+      .toMatchObject({ status: 1, stderr: expect.stringMatching(/^release: CHANGELOG\.md: no section '## \[[\d.]+\] - YYYY-MM-DD'/) });
   });
 
   it('stops on a version that is not MAJOR.MINOR.PATCH', () => {

@@ -1,0 +1,164 @@
+// A release installed as a user installs it: from the files of dist/release-VERSION alone
+// (copied elsewhere first; nothing else from the checkout but the KEP's example): the image
+// archive imported into the real node's containerd under the chart's default name, the
+// packaged chart installed with helm (webhook included), the kubectl plugin installed by krew
+// from its manifest and archive; then the KEP's volume example follows its owners.
+//
+// The suite builds the smoke release (scripts/release.sh --smoke: the amd64 image, the chart,
+// the plugin and SHA256SUMS, within CI's time). OWNERREFS_RELEASE=full (npm run test:release)
+// builds the whole release and also checks what only it has: the image index's platforms, its
+// signature and the files' (cosign, with the release's cosign.pub), the SBOMs, and the arm64
+// image's node running `ownerrefs-agent --version` and `doctor --help` under qemu.
+
+import { execFile, type ExecFileOptions } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { V1Pod } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlPlaneBinaries } from '../../localcluster/controlplane/controlplane.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { freePort } from '../../localcluster/webhookproc.ts';
+import { helmBin } from '../../scripts/gen-manifests.ts';
+import { ROOT } from '../support/docblocks.ts';
+import { helm, readyAgent, type Rendering } from '../support/installed.ts';
+import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
+import { tmpDir } from '../support/tmpdir.ts';
+
+const exec = promisify(execFile);
+const FULL = process.env.OWNERREFS_RELEASE === 'full';
+const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+/** The chart's default image: what the node is given, so that the install sets no image. */
+const IMAGE = `ghcr.io/ownerrefs-dev/ownerrefs-agent:${VERSION}`;
+const run = async (cmd: string, args: string[], opts: ExecFileOptions = {}) => {
+  try {
+    return (await exec(cmd, args, { maxBuffer: 1 << 26, encoding: 'utf8', ...opts })).stdout as string;
+  } catch (err) {
+    throw new Error(`${cmd} ${args.join(' ')}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`, { cause: err });
+  }
+};
+const tool = async (name: string) => path.join((await run('bash', [path.join(ROOT, 'localcluster', 'release', 'tools', 'build.sh'), name])).trim(), name);
+
+describe.runIf(CONTAINERS)(`a ${FULL ? 'full' : 'smoke'} release, installed from its files alone on a real node`, () => {
+  const e = useRealNode('release', { objects: false });
+  /** The release's files, as downloaded: a directory of their own. */
+  let rel: string;
+  const file = (name: string) => path.join(rel, name);
+
+  beforeAll(async () => {
+    await run('bash', [path.join(ROOT, 'scripts', 'release.sh'), ...FULL ? [] : ['--smoke']], { cwd: ROOT });
+    // Kept for every test of the file (tmpDir's go after each).
+    rel = path.join(mkdtempSync(path.join(os.tmpdir(), 'release-')), 'download');
+    cpSync(path.join(ROOT, 'dist', `release-${VERSION}${FULL ? '' : '-smoke'}`), rel, { recursive: true });
+  }, 1_800_000);
+  afterAll(() => rmSync(path.dirname(rel), { recursive: true, force: true }));
+
+  it('every file is the one SHA256SUMS names, and the chart, plugin and image say the release\'s version', async () => {
+    await run('sha256sum', ['--quiet', '-c', 'SHA256SUMS'], { cwd: rel });
+    const listed = readFileSync(file('SHA256SUMS'), 'utf8').trim().split('\n').map((l) => l.split(/\s+/)[1]).sort();
+    expect(listed).toEqual(readdirSync(rel).filter((f) => f !== 'SHA256SUMS' && f !== 'SHA256SUMS.sigstore.json').sort());
+    const chart = parse(await run(helmBin(), ['show', 'chart', file(`ownerrefs-agent-${VERSION}.tgz`)])) as { version: string; appVersion: string };
+    expect(chart).toMatchObject({ version: VERSION, appVersion: VERSION });
+    expect((parse(await run(helmBin(), ['show', 'values', file(`ownerrefs-agent-${VERSION}.tgz`)])) as { image: { tag: string } }).image.tag).toBe(VERSION);
+    const krew = parse(readFileSync(file('ownerrefs.krew.yaml'), 'utf8')) as { spec: { version: string; platforms: { sha256: string; uri: string }[] } };
+    expect(krew.spec.version).toBe(`v${VERSION}`);
+    const sha = (await run('sha256sum', [file('kubectl-ownerrefs.tar.gz')])).split(' ')[0];
+    expect(krew.spec.platforms.map((p) => [p.sha256, p.uri.endsWith(`/v${VERSION}/kubectl-ownerrefs.tar.gz`)])).toEqual([[sha, true]]);
+  });
+
+  it.runIf(FULL)('the image index holds linux/amd64 and linux/arm64, signed; the chart and the sums are signed; the SBOMs list the image\'s packages and the npm dependencies', { timeout: 600_000 }, async () => {
+    const [cosign, crane] = [await tool('cosign'), await tool('crane')];
+    const { repo, stop } = await loadIntoRegistry(crane, cosign);
+    try {
+      const index = JSON.parse(await run(crane, ['manifest', '--insecure', `${repo}:${VERSION}`])) as { manifests: { platform: { os: string; architecture: string } }[] };
+      expect(index.manifests.map((m) => `${m.platform.os}/${m.platform.architecture}`).sort()).toEqual(['linux/amd64', 'linux/arm64']);
+      expect((await run(crane, ['digest', '--insecure', `${repo}:${VERSION}`])).trim()).toBe(readFileSync(file(`ownerrefs-agent-image-${VERSION}.digest`), 'utf8').trim());
+      await run(cosign, ['verify', '--key', file('cosign.pub'), '--insecure-ignore-tlog', '--allow-insecure-registry', `${repo}:${VERSION}`]);
+      // The arm64 image: its own node, under qemu, runs the agent's commands.
+      const arm = path.join(rel, '..', 'arm64.tar');
+      await run(crane, ['pull', '--insecure', '--platform', 'linux/arm64', `${repo}:${VERSION}`, arm]);
+      const loaded = (await run('podman', ['load', '-q', '-i', arm])).trim().replace(/^Loaded image: /, '');
+      const inArm = (cmd: string) => run('podman', ['--runtime', 'runc', 'run', '--rm', '--platform', 'linux/arm64', '--entrypoint', 'sh', loaded, '-c', cmd]);
+      expect(await inArm('node -p process.arch; ownerrefs-agent --version')).toBe(`arm64\nownerrefs-agent ${VERSION}\n`);
+      expect(await inArm('ownerrefs-agent doctor --help')).toMatch(/^Usage: ownerrefs-agent doctor/);
+    } finally {
+      await stop();
+    }
+    for (const f of [`ownerrefs-agent-${VERSION}.tgz`, 'SHA256SUMS']) {
+      await run(cosign, ['verify-blob', '--key', file('cosign.pub'), '--insecure-ignore-tlog', '--bundle', file(`${f}.sigstore.json`), file(f)]);
+    }
+    const names = (f: string) => ((JSON.parse(readFileSync(file(f), 'utf8')) as { bomFormat: string; components: { name: string }[] }).components ?? []).map((c) => c.name);
+    for (const arch of ['amd64', 'arm64']) {
+      const image = names(`ownerrefs-agent-image-${VERSION}-linux-${arch}.cdx.json`);
+      expect(image, arch).toEqual(expect.arrayContaining(['libc6', 'pino', 'prom-client', 'chokidar']));
+    }
+    // The npm dependencies the image ships: production ones, none of the build's.
+    const npm = names(`ownerrefs-agent-${VERSION}-npm.cdx.json`);
+    expect(npm).toEqual(expect.arrayContaining(['pino', 'prom-client', 'chokidar', 'yaml']));
+    expect(npm).not.toContain('vitest');
+  });
+
+  it('installs from the files: the image into the node, the chart with helm, the plugin with krew; the KEP\'s example follows its owners', { timeout: 900_000 }, async () => {
+    // The image, under the chart's default name.
+    if (FULL) {
+      const [cosign, crane] = [await tool('cosign'), await tool('crane')];
+      const { repo, stop } = await loadIntoRegistry(crane, cosign);
+      try {
+        const amd = path.join(rel, '..', 'amd64.tar');
+        await run(crane, ['pull', '--insecure', '--platform', 'linux/amd64', `${repo}:${VERSION}`, amd]);
+        await e.node.importImage!(amd);
+        await e.node.tagImage!(`${repo}:${VERSION}`, IMAGE);
+      } finally {
+        await stop();
+      }
+    } else {
+      await e.node.importImage!(file(`ownerrefs-agent-image-${VERSION}-linux-amd64.oci.tar`));
+      await e.node.tagImage!(`localhost/ownerrefs/ownerrefs-agent:${VERSION}`, IMAGE);
+    }
+    // The chart, from its package; the image named by its defaults.
+    const r: Rendering = { helm: helmBin(), chart: file(`ownerrefs-agent-${VERSION}.tgz`), image: { repository: IMAGE.split(':')[0]!, tag: VERSION }, port: await freePort() };
+    await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch);
+    await helm(e, r, ['install', 'ownerrefs-agent', r.chart, '--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true']);
+    const agent = await readyAgent(e);
+    expect(agent.spec!.containers[0]!.image).toBe(IMAGE);
+    await e.waitFor(async () => (await e.apps.readNamespacedDeployment({ name: 'ownerrefs-webhook', namespace: 'ownerrefs-system' })).status?.readyReplicas || undefined, 'the webhook Ready', 180_000);
+
+    // The plugin, by krew, from the manifest and the archive.
+    const krewRoot = tmpDir('krew-');
+    const bin = await controlPlaneBinaries();
+    const env = { ...process.env, KREW_ROOT: krewRoot, KUBECONFIG: e.cp.kubeconfigPath, PATH: `${path.join(krewRoot, 'bin')}:${bin}:${process.env.PATH}` };
+    await run(await tool('krew'), ['install', `--manifest=${file('ownerrefs.krew.yaml')}`, `--archive=${file('kubectl-ownerrefs.tar.gz')}`], { env });
+    const status = await e.waitFor(async () => {
+      const out = await run('kubectl', ['ownerrefs', 'status'], { env });
+      return new RegExp(`^  ${e.node.name} +Running +true +\\S+ +${VERSION.replaceAll('.', '\\.')}$`, 'm').test(out) && /^  (\d+) of \1 replicas ready/m.test(out) ? out : undefined;
+    }, 'kubectl ownerrefs status: the agent on the node and the webhook ready', 120_000);
+    expect(status).toMatch(/^  ownerrefs-agent\.ownerrefs\.dev: bound/m);
+
+    // The KEP's volume example, its image the node's busybox.
+    const example = parse(readFileSync(path.join(ROOT, 'examples', 'kep', 'volume-pod.yaml'), 'utf8')) as V1Pod;
+    example.spec!.containers[0]!.image = IMAGES.busybox;
+    example.spec!.containers[0]!.imagePullPolicy = 'IfNotPresent';
+    await e.core.createNamespacedPod({ namespace: e.ns, body: example });
+    const pod = await e.waitFor(async () => { const p = await e.core.readNamespacedPod({ name: example.metadata!.name!, namespace: e.ns }); return p.status?.phase === 'Running' ? p : undefined; }, 'the example Running', 120_000);
+    const cm = await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'kep-owner' } } });
+    await e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'kep-owner', uid: cm.metadata!.uid! }] } } }, mergePatch);
+    await e.waitFor(async () => (await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences']).catch(() => '')).includes(`"uid":"${cm.metadata!.uid}"`) || undefined,
+      'the file, read in the container, names the ConfigMap', 120_000);
+  });
+
+  /** A registry on loopback (as a user's own), the release's image layout loaded into it with its signature (`cosign load`). */
+  async function loadIntoRegistry(crane: string, cosign: string): Promise<{ repo: string; stop: () => Promise<void> }> {
+    const port = await freePort();
+    const child = execFile(crane, ['registry', 'serve', '--address', `127.0.0.1:${port}`]);
+    const registry = `127.0.0.1:${port}`;
+    await e.waitFor(() => run(crane, ['catalog', '--insecure', registry]).then(() => true, () => undefined), 'the loopback registry', 10_000);
+    const layout = path.join(tmpDir('layout-'), 'oci');
+    mkdirSync(layout);
+    await run('tar', ['-xf', file(`ownerrefs-agent-image-${VERSION}.oci.tar`), '-C', layout]);
+    const repo = `${registry}/ownerrefs-agent`;
+    await run(cosign, ['load', '--allow-insecure-registry', '--dir', layout, `${repo}:${VERSION}`]);
+    return { repo, stop: async () => { child.kill(); } };
+  }
+});
