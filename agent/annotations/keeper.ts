@@ -25,6 +25,7 @@ import { realClock, type Clock } from '../common/clock.ts';
 import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS } from '../common/defaults.ts';
 import { TokenBucket } from '../common/ratelimit.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
+import { refusalOf } from '../kube/refusal.ts';
 import type { EventSink, InvolvedObject } from '../kube/events.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
 import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
@@ -43,7 +44,7 @@ export interface AnnotationKeeperOptions {
   client: Pick<ApiClient, 'json'>;
   events: EventSink;
   log: Logger;
-  metrics: Pick<AgentMetrics, 'annotationWrites' | 'annotationPods' | 'annotationLatency'>;
+  metrics: Pick<AgentMetrics, 'annotationWrites' | 'annotationRefusals' | 'annotationPods' | 'annotationLatency'>;
   /** Owners' metadata, for the pods that read the chain (absent: the chain's annotations are left as admission set them). */
   owners?: Pick<OwnerMetadataCache, 'lookup'>;
   clock?: Clock;
@@ -187,6 +188,7 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
       if (status === 404) return this.#forget(uid);
       if (status === 403 || status === 422) {
         const message = `could not set ${[...changes.keys()].join(', ')}: ${err instanceof Error ? err.message : String(err)}`;
+        if (status === 403) this.#o.metrics.annotationRefusals.inc({ ...refusalOf(message) });
         this.#o.log.warn({ [F.pod]: `${meta.namespace}/${meta.name}`, [F.podUID]: uid, [F.reason]: REASON_ANNOTATION_FAILED, [F.err]: err }, message);
         this.#o.events.warn(kept.ref, REASON_ANNOTATION_FAILED, message);
         // 422: the API server's own validation refused the value for this pod (its author can

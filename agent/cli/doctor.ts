@@ -73,11 +73,28 @@ async function annotationWrites(cfg: DoctorConfig, env: DoctorEnv): Promise<Find
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
   const refused = count('forbidden');
   if (refused > 0) {
-    return { verdict: 'WARN', check, message: `${refused} of the agent's annotation writes were refused since it started: an admission webhook or policy refuses or changes its PATCH of pods. ` +
+    return { verdict: 'WARN', check, message: `${refused} of the agent's annotation writes were refused since it started${refusers(text)}: an admission webhook or policy refuses or changes its PATCH of pods. ` +
       '`kubectl get events -A --field-selector reason=OwnerRefsAnnotationFailed` shows the refusal\'s message, and `kubectl ownerrefs status` the webhooks that see pod updates; ' +
       'exempt the agent\'s ServiceAccount in the webhook that changes pods on UPDATE (docs/RUNBOOKS.md, OwnerRefsAnnotationWritesRefused)' };
   }
   return ok(check, `none refused (${count('ok')} written since the agent started)`);
+}
+
+/**
+ * Who refused them, from ownerrefs_annotation_refusals_total{by,reason}: ", by REFUSER (N: REASON); ...",
+ * most first. The agent's own policy says what the PATCH changed that it may not: usually
+ * another mutating webhook's change to the same request.
+ */
+function refusers(metrics: string): string {
+  const found: { by: string; reason: string; n: number }[] = [];
+  for (const line of metrics.split('\n')) {
+    const m = /^ownerrefs_annotation_refusals_total\{(.*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const label = (name: string) => new RegExp(`(?:^|,)${name}="((?:[^"\\\\]|\\\\.)*)"`).exec(m[1]!)?.[1]?.replace(/\\(.)/g, '$1') ?? '';
+    found.push({ by: label('by'), reason: label('reason'), n: Number(m[2]) });
+  }
+  if (found.length === 0) return '';
+  return ', by ' + found.sort((a, b) => b.n - a.n).map((f) => `${f.by} (${f.n}${f.reason ? `: ${f.reason}` : ''})`).join('; ');
 }
 
 const ok = (check: string, message: string): Finding => ({ verdict: 'OK', check, message });

@@ -87,6 +87,13 @@ export class AgentMetrics {
     registers: [this.registry],
   });
 
+  readonly annotationRefusals = new Counter({
+    name: 'ownerrefs_annotation_refusals_total',
+    help: 'Annotation PATCHes refused (403), by who refused (by: "ValidatingAdmissionPolicy NAME", "webhook NAME", "RBAC" or "other") and, for the agent\'s own policy, its message (reason). doctor reads them.',
+    labelNames: ['by', 'reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly annotationPods = new Gauge({
     name: 'ownerrefs_annotation_pods',
     help: 'Pods on this node whose spec reads an ownerrefs.dev annotation, which the agent keeps current.',

@@ -89,6 +89,8 @@ describe.runIf(CONTAINERS)('beside other admission webhooks, on a real node', ()
       // Its owner set by its author: the agent's write of the new value meets the stamp, and its policy refuses it.
       await e.core.patchNamespacedPod({ name: 'stamped', namespace: e.ns, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata!.uid! }] } } }, mergePatch);
       await e.waitFor(async () => (await e.agent.metric('ownerrefs_annotation_writes_total', 'result="forbidden"')) > 0 || undefined, 'a refused write', 60_000);
+      // Counted by who refused and why, as doctor reads it: the agent's own policy, seeing the stamp as the agent's change.
+      expect(await e.agent.metric('ownerrefs_annotation_refusals_total', 'by="ValidatingAdmissionPolicy ownerrefs-agent.ownerrefs.dev",reason="the ownerrefs agent may change no annotation but ')).toBeGreaterThan(0);
       const refused = await e.waitFor(async () => { const s = await plugin('status'); return s.stdout.includes(`${e.ns}/stamped:`) ? s.stdout : undefined; }, 'status lists the pod');
       expect(refused).toMatch(new RegExp(`^  ${e.ns}/stamped: could not set ${OWNERS}: .*ValidatingAdmissionPolicy 'ownerrefs-agent\\.ownerrefs\\.dev'`, 'm'));
       expect(refused).toMatch(/^  mutating webhooks that see the agent's pod updates .*\n    stamper\.webhooks\.test$/m);

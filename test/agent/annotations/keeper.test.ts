@@ -31,7 +31,8 @@ function kit(opts: { qps?: number } = {}) {
   });
   keeper.setSettings(DEFAULT_SETTINGS);
   const writes = async (result: string) => (await metrics.annotationWrites.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
-  return { clock, patches, events, lines, keeper, writes, answer: (fn: typeof answer) => { answer = fn; }, settle: () => keeper.idle() };
+  const refusals = async () => (await metrics.annotationRefusals.get()).values.map((v) => ({ ...v.labels, n: v.value }));
+  return { clock, patches, events, lines, keeper, writes, refusals, answer: (fn: typeof answer) => { answer = fn; }, settle: () => keeper.idle() };
 }
 
 let rv = 100;
@@ -85,16 +86,19 @@ describe('AnnotationKeeper', () => {
 
   it('reports a refusal (the policy, RBAC) as a Warning Event and a log line, and retries with backoff', async () => {
     const k = kit();
-    k.answer(async () => { throw new ApiError(403, 'Forbidden', 'API 403 Forbidden: the ownerrefs agent may change only pods bound to the node named in its own service account token'); });
+    k.answer(async () => { throw new ApiError(403, 'Forbidden', 'API 403 Forbidden: pods "p-u1" is forbidden: ValidatingAdmissionPolicy \'ownerrefs-agent.ownerrefs.dev\' with binding \'ownerrefs-agent.ownerrefs.dev\' denied request: the ownerrefs agent may change only pods bound to the node named in its own service account token'); });
     k.keeper.upsert(pod({ owners: [] }));
     await k.settle();
     expect(k.events.sent).toEqual([{ obj: expect.objectContaining({ kind: 'Pod', name: 'p-u1', uid: 'u1' }), reason: REASON_ANNOTATION_FAILED,
-      message: expect.stringMatching(/^could not set ownerrefs.dev\/owner-references: API 403 Forbidden: the ownerrefs agent may change only pods bound to the node/) }]);
+      message: expect.stringMatching(/^could not set ownerrefs.dev\/owner-references: API 403 Forbidden: .* denied request: the ownerrefs agent may change only pods bound to the node/) }]);
     expect(k.lines.filter((l) => l.reason === REASON_ANNOTATION_FAILED)).toHaveLength(1);
     k.clock.advance(1_000);
     await k.settle();
     expect(k.patches.length).toBe(2);
     expect(await k.writes('forbidden')).toBe(2);
+    // Who refused, and why, for doctor (which reads only /metrics).
+    expect(await k.refusals()).toEqual([{ by: 'ValidatingAdmissionPolicy ownerrefs-agent.ownerrefs.dev',
+      reason: 'the ownerrefs agent may change only pods bound to the node named in its own service account token', n: 2 }]);
   });
 
   it('a value the API server\'s validation refuses (422: a pod author\'s oversized annotations) gets one Event and waits for the pod to change, not a retry loop', async () => {
