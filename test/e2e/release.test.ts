@@ -15,7 +15,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } fro
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { V1Pod } from '@kubernetes/client-node';
+import { PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlPlaneBinaries } from '../../localcluster/controlplane/controlplane.ts';
@@ -71,7 +71,7 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
     expect(krew.spec.platforms.map((p) => [p.sha256, p.uri.endsWith(`/v${VERSION}/kubectl-ownerrefs.tar.gz`)])).toEqual([[sha, true]]);
   });
 
-  it.runIf(FULL)('the image index holds linux/amd64 and linux/arm64, signed; the chart and the sums are signed; the SBOMs list the image\'s packages and the npm dependencies', { timeout: 600_000 }, async () => {
+  it.runIf(FULL)('the image index holds linux/amd64 and linux/arm64, signed; the chart and the sums are signed; publish\'s dry run delivers them; the SBOMs list the image\'s packages and the npm dependencies', { timeout: 600_000 }, async () => {
     const [cosign, crane] = [await tool('cosign'), await tool('crane')];
     const { repo, stop } = await loadIntoRegistry(crane, cosign);
     try {
@@ -89,6 +89,8 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
     } finally {
       await stop();
     }
+    // The workflow's publishing step, against a registry on loopback: it checks what arrived.
+    await run('bash', [path.join(ROOT, 'scripts', 'publish.sh'), '--dry-run'], { cwd: ROOT });
     for (const f of [`ownerrefs-agent-${VERSION}.tgz`, 'SHA256SUMS']) {
       await run(cosign, ['verify-blob', '--key', file('cosign.pub'), '--insecure-ignore-tlog', '--bundle', file(`${f}.sigstore.json`), file(f)]);
     }
@@ -122,11 +124,17 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
     }
     // The chart, from its package; the image named by its defaults.
     const r: Rendering = { helm: helmBin(), chart: file(`ownerrefs-agent-${VERSION}.tgz`), image: { repository: IMAGE.split(':')[0]!, tag: VERSION }, port: await freePort() };
-    await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true' } } } }, mergePatch);
-    await helm(e, r, ['install', 'ownerrefs-agent', r.chart, '--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true']);
+    // With the production preset the package carries: three webhook replicas spread over
+    // zones, then nodes (this node is in one zone), and the PodDisruptionBudget.
+    await run('tar', ['-xzf', r.chart, '-C', rel, 'ownerrefs-agent/values-production.yaml']);
+    await e.core.patchNode({ name: e.node.name, body: { metadata: { labels: { 'ownerrefs.dev/agent': 'true', 'topology.kubernetes.io/zone': 'zone-a' } } } }, mergePatch);
+    await helm(e, r, ['install', 'ownerrefs-agent', r.chart, '-f', path.join(rel, 'ownerrefs-agent', 'values-production.yaml'), '--set', 'followOwners.rbac=true']);
     const agent = await readyAgent(e);
     expect(agent.spec!.containers[0]!.image).toBe(IMAGE);
-    await e.waitFor(async () => (await e.apps.readNamespacedDeployment({ name: 'ownerrefs-webhook', namespace: 'ownerrefs-system' })).status?.readyReplicas || undefined, 'the webhook Ready', 180_000);
+    await e.waitFor(async () => (await e.apps.readNamespacedDeployment({ name: 'ownerrefs-webhook', namespace: 'ownerrefs-system' })).status?.readyReplicas === 3 || undefined,
+      'the three webhook replicas Ready', 240_000);
+    expect(await e.waitFor(async () => (await e.kc.makeApiClient(PolicyV1Api).readNamespacedPodDisruptionBudget({ name: 'ownerrefs-webhook', namespace: 'ownerrefs-system' })).status?.disruptionsAllowed || undefined,
+      'the PodDisruptionBudget allows a disruption of the three', 60_000)).toBeGreaterThan(0);
 
     // The plugin, by krew, from the manifest and the archive.
     const krewRoot = tmpDir('krew-');
