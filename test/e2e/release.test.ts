@@ -105,7 +105,7 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
     expect(npm).not.toContain('vitest');
   });
 
-  it('installs from the files: the image into the node, the chart with helm, the plugin with krew; the KEP\'s example follows its owners', { timeout: 900_000 }, async () => {
+  it('installs from the files: the image into the node, the chart with helm and its production preset (three webhook replicas, the PodDisruptionBudget), the plugin with krew; the KEP\'s example follows its owners', { timeout: 900_000 }, async () => {
     // The image, under the chart's default name.
     if (FULL) {
       const [cosign, crane] = [await tool('cosign'), await tool('crane')];
