@@ -104,13 +104,15 @@ describe(CONTAINERS ? 'on a real node (kubelet, containerd, runc)' : 'on a hollo
     const first = await e.waitFor(async () => (await e.core.readNamespacedPodLog({ name: pod.metadata!.name!, namespace: e.ns })) || undefined, 'the container\'s first output');
     expect(items(first.trim())).toEqual([expect.objectContaining({ kind: 'ReplicaSet', name: rs.name, uid: rs.uid })]);
     await expect(e.exec(pod, ['touch', '/etc/podinfo/x'])).rejects.toThrow(/Read-only file system/);
-    expect(e.agent.lines.some((l) => l.msg === 'registered with the kubelet')).toBe(true);
+    // Log lines reach the test through a pipe: wait for them rather than race the agent's stdout.
+    await e.waitFor(() => e.agent.lines.some((l) => l.msg === 'registered with the kubelet') || undefined, 'the agent logs its registration');
 
     const target = path.join(e.node.kubeletRoot, 'pods', pod.metadata!.uid!, 'volumes', 'kubernetes.io~csi', 'podinfo', 'mount');
     expect(existsSync(path.join(target, 'ownerReferences'))).toBe(true);
     await e.core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns });
     await e.waitFor(() => !existsSync(target), 'the kubelet unpublishes the volume and the agent removes its files');
-    expect(e.agent.lines.some((l) => l.msg === 'csi volume unpublished' && l.podUID === pod.metadata!.uid)).toBe(true);
+    await e.waitFor(() => e.agent.lines.some((l) => l.msg === 'csi volume unpublished' && l.podUID === pod.metadata!.uid) || undefined,
+      'the agent logs the unpublish');
   });
 
   it.runIf(CONTAINERS)('keeps serving while the kubelet restarts and reconstructs its volumes', async () => {
