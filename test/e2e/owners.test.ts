@@ -11,10 +11,9 @@ import { BatchV1Api, KubernetesObjectApi, type KubernetesObject, type V1Deployme
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { apply } from '../../localcluster/agentproc.ts';
-import { KubeApiClient } from '../../agent/kube/client.ts';
-import { KubeCredentials } from '../../agent/kube/kubeconfig.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { waitFor } from '../../localcluster/wait.ts';
+import { apiServerMetrics, seriesSum } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
 
 const REFRESH_S = 2;
@@ -37,15 +36,6 @@ describe('following owners (controllerChain, workloadOwnerReferences) and the No
     const l = (await e.core.listNamespacedPod({ namespace: e.ns, labelSelector: selector })).items.filter((p) => !p.metadata?.deletionTimestamp);
     return l.length === n ? l : undefined;
   }, { describe: `${n} pods ${selector}` });
-  /** The API server's own /metrics, as the admin. */
-  const metricsOfApiServer = async () => {
-    const api = new KubeApiClient(KubeCredentials.fromFile(e.cp!.kubeconfigPath));
-    let text = '';
-    for await (const c of await api.stream('/metrics', new AbortController().signal)) text += String(c);
-    api.close();
-    return text;
-  };
-
   beforeAll(async () => {
     const rbac = parseAllDocuments(readFileSync(path.join(ROOT, 'rbac-follow-owners.yaml'), 'utf8')).map((d) => d.toJS() as KubernetesObject);
     await apply(e.kc, rbac);
@@ -111,9 +101,7 @@ describe('following owners (controllerChain, workloadOwnerReferences) and the No
     expect({ rs: (await reads('ReplicaSet')) - rs0, dep: (await reads('Deployment')) - dep0 }).toEqual({ rs: 1, dep: 1 });
     // The API server's own count of GETs on replicasets (only the agent GETs them; the
     // controllers list and watch) equals the agent's count of its reads, first and refresh.
-    const server = await metricsOfApiServer();
-    const gets = server.split('\n').filter((l) => l.startsWith('apiserver_request_total{') && l.includes('resource="replicasets"') && l.includes('verb="GET"'))
-      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const gets = seriesSum(await apiServerMetrics(e.cp!.kubeconfigPath), 'apiserver_request_total', 'resource="replicasets"', 'verb="GET"');
     const agentAll = await e.agent.metric('ownerrefs_owner_reads_total', 'kind="ReplicaSet"');
     expect(gets).toBeGreaterThan(0);
     // Read between the agent's two scrapes: the API server counts a read the agent may not have counted yet.

@@ -177,6 +177,18 @@ describe('the chart', () => {
     expect(objects(helmTemplate(helm, ['--set', 'criticalPodsQuota.enabled=false'])).some((o) => o.kind === 'ResourceQuota')).toBe(false);
   });
 
+  it('puts the agents\' writes in a priority level of their own, for the release\'s namespace, with the shares and queue it is given, unless switched off', () => {
+    const objs = objects(helmTemplate(helm, ['--set', 'namespace.name=infra', '--set', 'apiPriority.nominalConcurrencyShares=25', '--set', 'apiPriority.queueLengthLimit=64']));
+    const level = objs.find((o) => o.kind === 'PriorityLevelConfiguration')!;
+    expect(level.spec.limited).toMatchObject({ nominalConcurrencyShares: 25, borrowingLimitPercent: 0, limitResponse: { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 64 } } });
+    const schema = objs.find((o) => o.kind === 'FlowSchema')!;
+    expect(schema.spec.priorityLevelConfiguration.name).toBe(level.metadata.name);
+    expect(schema.spec.matchingPrecedence).toBeLessThan(9000); // before the built-in service-accounts schema
+    expect(schema.spec.rules).toEqual([{ subjects: [{ kind: 'ServiceAccount', serviceAccount: { name: 'ownerrefs-agent', namespace: 'infra' } }],
+      resourceRules: [expect.objectContaining({ verbs: expect.not.arrayContaining(['get', 'list', 'watch', '*']) })] }]);
+    expect(objects(helmTemplate(helm, ['--set', 'apiPriority.enabled=false'])).filter((o) => /FlowSchema|PriorityLevel/.test(o.kind))).toEqual([]);
+  });
+
   it('installs the webhook without CSI mode (the kubelet renders the KEP syntax from annotations)', () => {
     const objs = objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', '--set', 'csi.enabled=false']));
     expect(objs.some((o) => o.kind === 'MutatingWebhookConfiguration')).toBe(true);

@@ -9,7 +9,7 @@ import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi,
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentKubeconfig, apply, manifestObjects, serviceAccountKubeconfig } from '../../localcluster/agentproc.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
-import { apiStatus, waitFor } from '../support/cluster.ts';
+import { apiServerMetrics, apiStatus, clusterInfo, seriesSum, waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
@@ -55,6 +55,24 @@ describe("the agent's credentials against its ValidatingAdmissionPolicy", () => 
 
   it('sets an ownerrefs.dev annotation it keeps, on a pod of its own node', async () => {
     expect(await patch(agent, mine, annotate('{"kind":"OwnerReference","apiVersion":"meta/v1","items":[]}'))).toEqual({ code: 200, message: '' });
+  });
+
+  it('its writes wait in a priority level of their own (API Priority and Fairness, daemonset.yaml); its reads stay in the built-in one', async () => {
+    const level = 'priority_level="ownerrefs-agent-writes"';
+    const metrics = () => apiServerMetrics(clusterInfo().kubeconfigPath);
+    const dispatched = async (...labels: string[]) => seriesSum(await metrics(), 'apiserver_flowcontrol_dispatched_requests_total', ...labels);
+    const [writes0, reads0] = [await dispatched(level), await dispatched('flow_schema="service-accounts"', 'priority_level="workload-low"')];
+    for (let i = 0; i < 3; i++) expect((await patch(agent, mine, annotate(`{"kind":"OwnerReference","apiVersion":"meta/v1","items":[],"n":${i}}`))).code).toBe(200);
+    for (let i = 0; i < 3; i++) await agent.readNamespacedPod({ name: 'mine', namespace: e.ns });
+    // The agent running beside this test writes too (Events, its own annotations): at least ours.
+    expect((await dispatched(level)) - writes0).toBeGreaterThanOrEqual(3);
+    expect((await dispatched('flow_schema="service-accounts"', 'priority_level="workload-low"')) - reads0).toBeGreaterThanOrEqual(3);
+    // Only writes: reads never land in the agents' level (a write of the agent's running beside may).
+    const before = await dispatched(level);
+    for (let i = 0; i < 10; i++) await agent.listNamespacedPod({ namespace: e.ns, fieldSelector: `spec.nodeName=${e.nodeName}` });
+    const text = await metrics();
+    expect(seriesSum(text, 'apiserver_flowcontrol_nominal_limit_seats', level)).toBeGreaterThan(0);
+    expect(seriesSum(text, 'apiserver_flowcontrol_dispatched_requests_total', level) - before).toBeLessThanOrEqual(2);
   });
 
   it.each([

@@ -3,6 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { inject, type ProvidedContext } from 'vitest';
+import { KubeApiClient } from '../../agent/kube/client.ts';
+import { KubeCredentials } from '../../agent/kube/kubeconfig.ts';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
 import { waitFor as baseWaitFor, type WaitOptions } from '../../localcluster/wait.ts';
 
@@ -98,4 +100,22 @@ export async function newNamespace(prefix: string, kc: KubeConfig = kubeConfig()
       }
     },
   };
+}
+
+/** The API server's own /metrics text, read as the admin of `kubeconfigPath`. */
+export async function apiServerMetrics(kubeconfigPath: string): Promise<string> {
+  const api = new KubeApiClient(KubeCredentials.fromFile(kubeconfigPath));
+  try {
+    let text = '';
+    for await (const c of await api.stream('/metrics', new AbortController().signal)) text += String(c);
+    return text;
+  } finally {
+    api.close();
+  }
+}
+
+/** The sum of a metric's series whose labels include every `labels` pair (label="value" substrings). */
+export function seriesSum(text: string, name: string, ...labels: string[]): number {
+  return text.split('\n').filter((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
