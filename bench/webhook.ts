@@ -30,7 +30,8 @@ import type { BenchCluster } from './support/cluster.ts';
 import { NS, startBenchCluster } from './support/cluster.ts';
 import { loadavg, machine } from './support/machine.ts';
 import { sample } from './support/proc.ts';
-import { dist, nowMs, pool, round, type Dist } from './support/stats.ts';
+import { dist, pool, round, type Dist } from './support/stats.ts';
+import { createAt, kepPod, plain } from './support/webhookpods.ts';
 import { TMP, buildAgent } from './support/agent.ts';
 import { NODE_FLAGS } from '../agent/config.ts';
 
@@ -75,45 +76,11 @@ function workloadPod(i: number, owner: { name: string; uid: string }): V1Pod {
   };
 }
 
-/** A pod in KEP syntax: env and a downwardAPI volume with the owners and two more items. */
-function kepPod(i: number, owner: { name: string; uid: string }): V1Pod {
-  return {
-    metadata: { name: `wh-${i}`, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.name, uid: owner.uid }], labels: { app: 'wh' } },
-    spec: {
-      nodeSelector: { 'ownerrefs.dev/nowhere': 'true' }, // never scheduled: only admission and storage are measured
-      containers: [{ name: 'app', image: 'busybox', env: [{ name: 'OWNER_REFERENCES', valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } }] }],
-      volumes: [{ name: 'podinfo', downwardAPI: { items: [
-        { path: 'ownerReferences', fieldRef: { fieldPath: 'metadata.ownerReferences' } },
-        { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
-        { path: 'cpu', resourceFieldRef: { containerName: 'app', resource: 'limits.cpu', divisor: '1m' } },
-      ] } }],
-    },
-  };
-}
-
-/** The same pod without the fields the webhook serves: the API server admits it without a call. */
-function plain(pod: V1Pod): V1Pod {
-  const c = pod.spec!.containers[0]!;
-  const items = pod.spec!.volumes![0]!.downwardAPI!.items!.filter((i) => !i.fieldRef?.fieldPath.includes('ownerReferences'));
-  return { ...pod, spec: { ...pod.spec!, containers: [{ ...c, env: [] }], volumes: [{ name: 'podinfo', downwardAPI: { items } }] } };
-}
-
 /** The same pod as the webhook would leave it: what the API server stores either way. */
 function rewritten(pod: V1Pod): V1Pod {
   const m = mutate('Pod', pod);
   if (!m.allowed) throw new Error(m.message);
   return applyPatch(pod, m.patch);
-}
-
-async function createAt(core: CoreV1Api, pods: V1Pod[], rate: number): Promise<number[]> {
-  const start = nowMs();
-  return Promise.all(pods.map(async (body, i) => {
-    const due = start + (i * 1000) / rate;
-    const wait = due - nowMs();
-    if (wait > 0) await sleep(wait);
-    await core.createNamespacedPod({ namespace: NS, body });
-    return nowMs() - due; // from when it was due: queueing behind slow answers counts
-  }));
 }
 
 export async function benchWebhook(cluster: BenchCluster, opts: { creates: number; rate: number; workDir: string; main: string; nodeFlags?: readonly string[] }): Promise<WebhookResults> {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { AdmissionregistrationV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { AGENT_ENV } from '../agent/config.ts';
-import { webhookConfiguration } from '../agent/manifests/webhookconfig.ts';
+import { webhookConfiguration, type ClientConfig } from '../agent/manifests/webhookconfig.ts';
 import { WEBHOOK_NAMESPACE } from '../projections/names.ts';
 import { apply, serviceAccountKubeconfig } from './agentproc.ts';
 import { waitFor } from './wait.ts';
@@ -60,12 +60,7 @@ export interface WebhookProcess {
 const running = new Set<ChildProcess>();
 process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
 
-/**
- * Registers the configuration of webhook.yaml with clientConfig.url on a free loopback
- * port, starts the webhook there, and waits until the API server trusts it (caBundle set).
- * The namespace must exist (daemonset.yaml makes it).
- */
-export async function startWebhook(admin: KubeConfig, dir: string, opts: {
+export interface WebhookOptions {
   /** Entry point; default agent/main.ts from source. The benchmark passes the compiled one. */
   main?: string;
   /** Node flags before the entry point (the image's: NODE_FLAGS). */
@@ -74,50 +69,75 @@ export async function startWebhook(admin: KubeConfig, dir: string, opts: {
   args?: readonly string[];
   /** Where the webhook reaches the API server (a fault proxy), if not directly. */
   apiServer?: string;
-} = {}): Promise<WebhookProcess> {
+}
+
+/**
+ * Registers the configuration of webhook.yaml with clientConfig.url on a free loopback
+ * port, starts the webhook there, and waits until the API server trusts it (caBundle set).
+ * The namespace must exist (daemonset.yaml makes it).
+ */
+export async function startWebhook(admin: KubeConfig, dir: string, opts: WebhookOptions = {}): Promise<WebhookProcess> {
+  const [w] = await startWebhooks(admin, dir, { ...opts, replicas: 1, clientConfig: ([port]) => ({ url: `https://127.0.0.1:${port}/mutate` }) });
+  return w!;
+}
+
+/**
+ * `replicas` webhook processes sharing one Secret (so one CA), each on its own loopback
+ * port, behind the one configuration that clientConfig(ports) registers (a URL, or a Service
+ * whose endpoints the caller provides: bench/support/replicas.ts). Started one after the
+ * other: each waits until the API server trusts it.
+ */
+export async function startWebhooks(admin: KubeConfig, dir: string, opts: WebhookOptions & { replicas: number; clientConfig(ports: number[]): ClientConfig }): Promise<WebhookProcess[]> {
   const kubeconfig = await webhookKubeconfig(admin, dir, opts.apiServer);
-  const port = await freePort();
-  const cfg = webhookConfiguration({ url: `https://127.0.0.1:${port}/mutate` });
+  const ports: number[] = [];
+  while (ports.length < opts.replicas) {
+    const p = await freePort();
+    if (!ports.includes(p)) ports.push(p);
+  }
+  const cfg = webhookConfiguration(opts.clientConfig(ports));
   const reg = admin.makeApiClient(AdmissionregistrationV1Api);
   await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch(() => undefined);
   await reg.createMutatingWebhookConfiguration({ body: cfg as never });
-  const launch = async (): Promise<WebhookProcess> => {
-    const child = spawn(process.execPath, [...opts.nodeFlags ?? [], opts.main ?? MAIN, 'webhook', `--kubeconfig=${kubeconfig}`, `--listen=127.0.0.1:${port}`, '--health-addr=127.0.0.1:0',
-      `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug', ...opts.args ?? []], { stdio: ['ignore', 'pipe', 'pipe'],
-      // No Service in front of it: nothing to wait for at SIGTERM (a test can pass --shutdown-delay-seconds).
-      env: { ...process.env, ...AGENT_ENV, OWNERREFS_SHUTDOWN_DELAY_SECONDS: '0' } });
-    running.add(child);
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
-    let raw = '';
-    child.stdout!.on('data', (d: Buffer) => (raw += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
-    const line = await waitFor(() => {
-      if (child.exitCode !== null) throw new Error(`webhook exited ${child.exitCode}:\n${raw}`);
-      return raw.split('\n').map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return undefined; } })
-        .find((l) => l?.msg === 'webhook serving');
-    }, { timeoutMs: 30_000, describe: 'webhook start', diagnostics: () => raw.slice(-4000) });
-    const healthPort = line.healthPort as number;
-    await waitFor(async () => (await reg.readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' })).webhooks?.every((w) => w.clientConfig.caBundle) || undefined,
-      { describe: 'the webhook puts its CA in caBundle', diagnostics: () => raw.slice(-4000) });
-    const w: WebhookProcess = {
-      port, healthPort, child,
-      logs: () => raw,
-      async metric(name, labels = '') {
-        const body = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
-        return body.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
-          .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-      },
-      async stop() {
-        if (child.exitCode === null) child.kill('SIGTERM');
-        return exited;
-      },
-      async remove() {
-        await w.stop();
-        await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch((err: unknown) => { if ((err as { code?: number }).code !== 404) throw err; });
-      },
-      restart: launch,
-    };
-    return w;
+  const out: WebhookProcess[] = [];
+  for (const port of ports) out.push(await launch(reg, kubeconfig, port, opts));
+  return out;
+}
+
+async function launch(reg: AdmissionregistrationV1Api, kubeconfig: string, port: number, opts: WebhookOptions): Promise<WebhookProcess> {
+  const child = spawn(process.execPath, [...opts.nodeFlags ?? [], opts.main ?? MAIN, 'webhook', `--kubeconfig=${kubeconfig}`, `--listen=127.0.0.1:${port}`, '--health-addr=127.0.0.1:0',
+    `--namespace=${WEBHOOK_NAMESPACE}`, '--extra-san=127.0.0.1', '--log-level=debug', ...opts.args ?? []], { stdio: ['ignore', 'pipe', 'pipe'],
+    // No Service in front of it: nothing to wait for at SIGTERM (a test can pass --shutdown-delay-seconds).
+    env: { ...process.env, ...AGENT_ENV, OWNERREFS_SHUTDOWN_DELAY_SECONDS: '0' } });
+  running.add(child);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
+  let raw = '';
+  child.stdout!.on('data', (d: Buffer) => (raw += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
+  const line = await waitFor(() => {
+    if (child.exitCode !== null) throw new Error(`webhook exited ${child.exitCode}:\n${raw}`);
+    return raw.split('\n').map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return undefined; } })
+      .find((l) => l?.msg === 'webhook serving');
+  }, { timeoutMs: 30_000, describe: 'webhook start', diagnostics: () => raw.slice(-4000) });
+  const healthPort = line.healthPort as number;
+  await waitFor(async () => (await reg.readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' })).webhooks?.every((w) => w.clientConfig.caBundle) || undefined,
+    { describe: 'the webhook puts its CA in caBundle', diagnostics: () => raw.slice(-4000) });
+  const w: WebhookProcess = {
+    port, healthPort, child,
+    logs: () => raw,
+    async metric(name, labels = '') {
+      const body = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+      return body.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    async remove() {
+      await w.stop();
+      await reg.deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).catch((err: unknown) => { if ((err as { code?: number }).code !== 404) throw err; });
+    },
+    restart: () => launch(reg, kubeconfig, port, opts),
   };
-  return launch();
+  return w;
 }
