@@ -8,7 +8,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           pool: 'forks',
-          include: ['test/agent/**/*.test.ts', 'test/projections/**/*.test.ts', 'test/security/**/*.test.ts', 'test/packaging/**/*.test.ts', 'test/scripts/**/*.test.ts'],
+          include: ['test/agent/**/*.test.ts', 'test/projections/**/*.test.ts', 'test/security/**/*.test.ts', 'test/packaging/**/*.test.ts', 'test/scripts/**/*.test.ts', 'test/bench/**/*.test.ts'],
           // The attacks that need the real control plane sit beside the others, named *.e2e.test.ts.
           exclude: ['**/*.e2e.test.ts', '**/node_modules/**'],
           // Give-up bounds for tests that spawn processes (readers, shells, the Go oracle) on a

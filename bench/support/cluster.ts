@@ -35,10 +35,15 @@ export interface BenchCluster {
   stop(): Promise<void>;
 }
 
-export async function startBenchCluster(nodeName: string, workDir: string): Promise<BenchCluster> {
+/**
+ * `realNodes`: the control plane as for real kubelets (localcluster/controlplane), which routes
+ * the API server's calls to a Service through its EndpointSlices (--enable-aggregator-routing)
+ * and its loopback egress proxy: what puts several webhook replicas behind one Service here.
+ */
+export async function startBenchCluster(nodeName: string, workDir: string, opts: { realNodes?: boolean } = {}): Promise<BenchCluster> {
   const binDir = await controlPlaneBinaries();
   await reapLeftoverControlPlanes();
-  const cp = await startControlPlane({ binDir, workDir: await newWorkDir() });
+  const cp = await startControlPlane({ binDir, workDir: await newWorkDir(), ...opts.realNodes ? { realNodes: true } : {} });
   try {
     const api = new KubeApiClient(KubeCredentials.fromFile(cp.kubeconfigPath) as unknown as KubeConfig);
     const kc = new KubeConfig();
