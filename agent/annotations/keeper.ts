@@ -13,7 +13,10 @@
 //   3. One merge PATCH of the changed annotations alone, with the pod's uid and the
 //      resourceVersion of the view they were computed from as preconditions: a value is never
 //      computed from one version and written over a newer one.
-//   4. 409 (the pod changed since) and failures: retried with backoff, from the newest view
+//   4. 429 (API Priority and Fairness: the agents' level is full): the node's whole write
+//      budget waits the server's Retry-After (jittered), then refills from empty, and the pod
+//      is retried then, its backoff not grown: a fleet backs off as one client per node.
+//      409 (the pod changed since) and failures: retried with backoff, from the newest view
 //      (a newer event usually comes first and runs it at once). 404: the pod is gone. 403 and
 //      422 (RBAC or the agent's ValidatingAdmissionPolicy refused it) also give a Warning Event
 //      on the pod and a log line. A value in place is never removed or blanked here.
@@ -22,7 +25,7 @@ import type { Logger } from 'pino';
 import { annotationChanges, annotationsRead, CHAIN_KEYS } from '../../projections/annotations.ts';
 import type { NodeRef } from '../../projections/chain.ts';
 import { realClock, type Clock } from '../common/clock.ts';
-import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS } from '../common/defaults.ts';
+import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS, THROTTLED_RETRY_MS } from '../common/defaults.ts';
 import { TokenBucket } from '../common/ratelimit.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
 import { refusalOf } from '../kube/refusal.ts';
@@ -50,6 +53,8 @@ export interface AnnotationKeeperOptions {
   clock?: Clock;
   /** PATCHes per second on this node (the burst is ANNOTATION_BURST_FACTOR times this). */
   qps?: number;
+  /** 0 ≤ x < 1, for the jitter of a throttled wait (default Math.random). */
+  random?: () => number;
 }
 
 /** What the keeper holds of one pod that reads our annotations. */
@@ -62,7 +67,7 @@ interface Kept {
 }
 
 export class AnnotationKeeper implements ReflectorHandler<PodView> {
-  readonly #o: AnnotationKeeperOptions & { clock: Clock };
+  readonly #o: AnnotationKeeperOptions & { clock: Clock; random: () => number };
   readonly #pods = new Map<string, Kept>();
   readonly #queue: WorkQueue;
   readonly #budget: TokenBucket;
@@ -70,7 +75,7 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
   #settings: NodeSettings = DEFAULT_SETTINGS;
 
   constructor(opts: AnnotationKeeperOptions) {
-    this.#o = { clock: realClock, ...opts };
+    this.#o = { clock: realClock, random: Math.random, ...opts };
     const qps = opts.qps ?? ANNOTATION_QPS;
     this.#budget = new TokenBucket({ burst: Math.max(1, Math.round(qps * ANNOTATION_BURST_FACTOR)), refillMs: 1_000 / qps, clock: this.#o.clock });
     this.#queue = new WorkQueue({ concurrency: ANNOTATION_CONCURRENCY, process: (uid) => this.#process(uid), clock: this.#o.clock });
@@ -183,9 +188,14 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
       this.#queue.forget(uid);
     } catch (err) {
       const status = err instanceof ApiError ? err.status : 0;
-      const result = status === 409 ? 'conflict' : status === 404 ? 'notfound' : status === 403 ? 'forbidden' : status === 422 ? 'invalid' : 'error';
+      const result = status === 409 ? 'conflict' : status === 404 ? 'notfound' : status === 403 ? 'forbidden' : status === 422 ? 'invalid' : status === 429 ? 'throttled' : 'error';
       this.#o.metrics.annotationWrites.inc({ result });
       if (status === 404) return this.#forget(uid);
+      if (status === 429) {
+        const wait = Math.round(((err as ApiError).retryAfterMs ?? THROTTLED_RETRY_MS) * (1 + this.#o.random() / 2));
+        this.#budget.hold(wait);
+        return void this.#queue.addAfter(uid, wait);
+      }
       if (status === 403 || status === 422) {
         const message = `could not set ${[...changes.keys()].join(', ')}: ${err instanceof Error ? err.message : String(err)}`;
         if (status === 403) this.#o.metrics.annotationRefusals.inc({ ...refusalOf(message) });

@@ -74,13 +74,27 @@ export class TokenBucket {
 
   /** Takes a token: 0 when one was taken, else how many ms until one is there (nothing taken). */
   take(): number {
-    const now = this.#clock.now();
-    this.#tokens = Math.min(this.#burst, this.#tokens + (now - this.#at) / this.#refillMs);
-    this.#at = now;
+    this.#refill();
     if (this.#tokens >= 1) {
       this.#tokens--;
       return 0;
     }
     return Math.ceil((1 - this.#tokens) * this.#refillMs);
+  }
+
+  /**
+   * No token for `ms` from now, then refilling from empty (no burst): what a server's "wait"
+   * (429 with Retry-After) asks of every request behind this bucket, not only the refused one.
+   * The wait is a debt of tokens, so a longer hold is never shortened by a shorter one.
+   */
+  hold(ms: number): void {
+    this.#refill();
+    this.#tokens = Math.min(this.#tokens, -ms / this.#refillMs);
+  }
+
+  #refill(): void {
+    const now = this.#clock.now();
+    this.#tokens = Math.min(this.#burst, this.#tokens + (now - this.#at) / this.#refillMs);
+    this.#at = now;
   }
 }

@@ -27,7 +27,7 @@ function kit(opts: { qps?: number } = {}) {
   const metrics = new AgentMetrics({ processMetrics: false });
   const keeper = new AnnotationKeeper({
     client: { json: async (_m: string, path: string, body?: unknown) => { const p = { path, body } as Patch; patches.push(p); return answer(p); } } as never,
-    events, log, metrics, clock, ...(opts.qps ? { qps: opts.qps } : {}),
+    events, log, metrics, clock, random: () => 0, ...(opts.qps ? { qps: opts.qps } : {}),
   });
   keeper.setSettings(DEFAULT_SETTINGS);
   const writes = async (result: string) => (await metrics.annotationWrites.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
@@ -141,6 +141,28 @@ describe('AnnotationKeeper', () => {
     k.clock.advance(1_000);
     await k.settle();
     expect(k.patches).toHaveLength(14);
+  });
+
+  it('on 429 (its APF level full) holds every write of the node for the Retry-After, then resumes from an empty budget without a grown backoff', async () => {
+    const k = kit({ qps: 2 }); // burst 10, then one per 500 ms
+    let refuse = 2;
+    k.answer(async () => { if (refuse-- > 0) throw new ApiError(429, 'TooManyRequests', 'too many requests', undefined, undefined, 3_000); return {}; });
+    for (let i = 0; i < 6; i++) k.keeper.upsert(pod({ uid: `u${i}`, owners: [] }));
+    await k.settle();
+    // Two refused: the other four went out before (ANNOTATION_CONCURRENCY in flight) or wait with them.
+    const first = k.patches.length;
+    expect(await k.writes('throttled')).toBe(2);
+    k.keeper.upsert(pod({ uid: 'late', owners: [] }));
+    k.clock.advance(2_999);
+    await k.settle();
+    expect(k.patches).toHaveLength(first); // nothing, the new pod included, during the hold
+    k.clock.advance(1);
+    await k.settle();
+    k.clock.advance(500 * 7);
+    await k.settle();
+    expect(await k.writes('ok')).toBe(7); // every pod written, one per 500 ms after the hold
+    expect(k.lines.filter((l) => l.level >= 40)).toEqual([]); // no warning, no Event: it is the server's pacing
+    expect(k.events.sent).toEqual([]);
   });
 
   it('writes nothing while the node is paused, and catches up when it resumes', async () => {
