@@ -36,8 +36,7 @@ export interface Tracker {
 }
 
 export async function startTracker(api: KubeApiClient, namespace: string): Promise<Tracker> {
-  const list = await api.json<{ metadata: { resourceVersion: string }; items: Pod[] }>('GET', `/api/v1/namespaces/${namespace}/pods`);
-  const latest = new Map<string, Pod>(list.items.map((p) => [p.metadata.name, p]));
+  const latest = new Map<string, Pod>();
   let want = '';
   const right = new Map<string, number>();
   const check = (p: Pod) => {
@@ -47,17 +46,34 @@ export async function startTracker(api: KubeApiClient, namespace: string): Promi
     if (meta === want && annotated && key(annotated) === want) right.set(p.metadata.name, nowMs());
   };
   const ac = new AbortController();
-  const res = await api.stream(`/api/v1/namespaces/${namespace}/pods?watch=1&allowWatchBookmarks=false&resourceVersion=${list.metadata.resourceVersion}`, ac.signal);
-  const lines = createInterface({ input: res });
-  lines.on('line', (l) => {
-    const ev = JSON.parse(l) as { type: string; object: Pod };
-    if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED') return;
-    latest.set(ev.object.metadata.name, ev.object);
-    check(ev.object);
-  });
-  // Aborted by stop(); a watch that ends early leaves pods pending, which the bench reports by its timeout.
-  res.on('error', () => undefined);
-  lines.on('error', () => undefined);
+  const relist = async () => {
+    const list = await api.json<{ metadata: { resourceVersion: string }; items: Pod[] }>('GET', `/api/v1/namespaces/${namespace}/pods`);
+    for (const p of list.items) { latest.set(p.metadata.name, p); check(p); }
+    return list.metadata.resourceVersion;
+  };
+  const watch = async (rv: string) => {
+    const res = await api.stream(`/api/v1/namespaces/${namespace}/pods?watch=1&resourceVersion=${rv}`, ac.signal);
+    const lines = createInterface({ input: res });
+    res.on('error', () => undefined);
+    lines.on('error', () => undefined);
+    lines.on('line', (l) => {
+      const ev = JSON.parse(l) as { type: string; object: Pod };
+      if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED') return;
+      latest.set(ev.object.metadata.name, ev.object);
+      check(ev.object);
+    });
+    await new Promise<void>((resolve) => lines.once('close', resolve));
+  };
+  // Watch until the server ends the watch (it drops a watcher too slow for a storm's events), then list and watch again.
+  let rv = await relist();
+  void (async () => {
+    while (!ac.signal.aborted) {
+      await watch(rv).catch(() => undefined);
+      if (ac.signal.aborted) return;
+      await new Promise((r) => setTimeout(r, 200));
+      rv = await relist().catch(() => rv);
+    }
+  })();
   return {
     expect(owners) {
       want = key(owners);

@@ -161,7 +161,7 @@ describe('AnnotationKeeper', () => {
     k.clock.advance(500 * 7);
     await k.settle();
     expect(await k.writes('ok')).toBe(7); // every pod written, one per 500 ms after the hold
-    expect(k.lines.filter((l) => l.level >= 40)).toEqual([]); // no warning, no Event: it is the server's pacing
+    expect(k.lines.filter((l) => Number(l.level) >= 40)).toEqual([]); // no warning, no Event: it is the server's pacing
     expect(k.events.sent).toEqual([]);
   });
 
