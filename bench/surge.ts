@@ -15,7 +15,7 @@
 // itself falls behind at a rate, that is this machine's control plane: the bench says so and
 // goes no higher.
 //
-//   npm run bench:surge                        rates 50,100,200,400, 12 s each way
+//   npm run bench:surge                        rates 50,100,200,400, 10 s each way
 //   npm run bench:surge -- --append            add this run to the file's runs (spread across runs)
 //   npm run bench:surge:smoke                  rates 20,50, 3 s (CI; asserts no timing)
 //
@@ -39,7 +39,7 @@ import { kepPod, plain } from './support/webhookpods.ts';
 
 const { values } = parseArgs({ allowNegative: true, options: {
   rates: { type: 'string', default: '50,100,200,400' },
-  seconds: { type: 'string', default: '12' },
+  seconds: { type: 'string', default: '10' },
   rounds: { type: 'string', default: '1' },
   replicas: { type: 'string', default: '3' },
   'second-webhook': { type: 'boolean', default: true }, // --no-second-webhook: ours alone
