@@ -18,8 +18,14 @@
 // bystander's latency quiet and during the storm, the agents' CPU and RSS. Passes rotate the
 // arms' order. Kubelet roots on tmpfs. Results: bench/results/storm.json.
 //
+// On a cluster the nodes have CPUs of their own; here 50 hollow kubelets and 50 agents share two
+// cores with the API server, and take most of them. --node-cpu-shares=128 (root) puts the node
+// side in a cgroup weighted 1/8 of the rest (support/cpugroup.ts), so the API server gets the
+// CPU it would have and its numbers are its own, not the node side's contention.
+//
 //   npm run bench:storm -- [--nodes=50] [--pods=100] [--passes=3] [--arms=none,workload-low,own-level]
-//                          [--shares=N] [--concurrency=16] [--bystander-rate=20] [--quiet=15] [--out=...]
+//                          [--shares=N] [--concurrency=16] [--bystander-rate=20] [--quiet=15]
+//                          [--node-cpu-shares=128] [--out=...]
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -34,6 +40,7 @@ import { startHollowNode, type HollowNode } from '../localcluster/node/hollow.ts
 import { nodeBinaries } from '../localcluster/node/realnode.ts';
 import { waitFor } from '../localcluster/wait.ts';
 import { TMP, buildAgent } from './support/agent.ts';
+import { CpuGroup } from './support/cpugroup.ts';
 import { gitState, loadavg, machine } from './support/machine.ts';
 import { sample } from './support/proc.ts';
 import { dist, nowMs, pool, round } from './support/stats.ts';
@@ -46,6 +53,8 @@ const { values: flags } = parseArgs({ options: {
   arms: { type: 'string', default: 'none,workload-low,own-level' }, shares: { type: 'string' },
   concurrency: { type: 'string', default: '16' }, 'bystander-rate': { type: 'string', default: '20' }, quiet: { type: 'string', default: '15' },
   out: { type: 'string', default: path.join(import.meta.dirname, 'results', 'storm.json') },
+  // The node side's CPU weight against the control plane's and the clients' 1024 (0: unweighted).
+  'node-cpu-shares': { type: 'string', default: '0' },
 } });
 const K = Number(flags.nodes);
 const P = Number(flags.pods);
@@ -82,11 +91,15 @@ async function main(): Promise<void> {
   const workDir = path.join(TMP, `storm-${process.pid}`);
   mkdirSync(workDir, { recursive: true });
   const closers: (() => unknown)[] = [];
+  const shares = Number(flags['node-cpu-shares']);
+  const nodeSide = shares > 0 ? CpuGroup.create(`ownerrefs-bench-storm-${process.pid}`, shares) : undefined;
+  result.nodeCpuShares = shares || undefined;
   try {
     const bin = await nodeBinaries();
     const n0 = performance.now();
     for (let i = 0; i < K; i++) nodes.push(await startHollowNode({ cp, name: `hollow-${String(i).padStart(3, '0')}`, binDir: bin, memoryRoot: true }));
     say(`${K} hollow nodes Ready in ${((performance.now() - n0) / 1000).toFixed(1)} s`);
+    for (const n of nodes) if (n.pid) nodeSide?.add(n.pid);
     const agentKcs = await Promise.all(nodes.map((n) => agentKubeconfig(kc, n.kubeletRoot, { nodeName: n.name }))); // applies daemonset.yaml's objects
     for (const ns of [NS, BYSTANDER_NS]) await admin.json('POST', '/api/v1/namespaces', { metadata: { name: ns } });
     const controllerKc = await clientOf('kube-system', 'storm-controller', [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch', 'delete'] }], true);
@@ -113,6 +126,7 @@ async function main(): Promise<void> {
       const a0 = performance.now();
       agents = await Promise.all(nodes.map((n, i) => startAgentProcess({ kubeconfig: agentKcs[i]!, nodeName: n.name, kubeletRoot: n.kubeletRoot, main: built.main,
         logLevel: 'info', env: { NODE_ENV: 'production' }, startTimeoutMs: 300_000 })));
+      for (const a of agents) nodeSide?.add(a.pid);
       tracker.expect([owner.metadata.uid]);
       await waitFor(() => tracker.pending() === 0 || undefined, { timeoutMs: 900_000, intervalMs: 1_000, describe: 'every annotation set after the agents start' });
       say(`${K} agents up, every annotation right, in ${((performance.now() - a0) / 1000).toFixed(1)} s`);
@@ -168,13 +182,14 @@ async function main(): Promise<void> {
       const right = tracker.rightAt().map((t) => t - s0);
       const out = {
         controllerSeconds: round(driverMs / 1000, 2), seconds: round((s1 - s0) / 1000, 2),
-        ...(arm !== 'none' ? { rightMs: { p50: dist(right).p50, p99: dist(right).p99, last: dist(right).max } } : {}),
+        ...(arm !== 'none' ? { rightMs: { p50: dist(right).p50, p99: dist(right).p99, last: dist(right).max },
+          lagMs: (({ p50, p99, max }) => ({ p50, p99, max }))(dist(tracker.lagMs())) } : {}),
         agentPatches: (await sumOver('ownerrefs_annotation_writes_total')) - writes0,
         agentCpuSeconds: round(agents.reduce((n, x, i) => n + sample(x.pid).cpuS - cpu0[i]!, 0), 2),
         api: apiWindow(a, b, (s1 - s0) / 1000, LEVELS),
         bystander: summary(bystander.between(s0, s1)),
       };
-      say(`pass ${arm} ${phase}: controller ${out.controllerSeconds} s, done ${out.seconds} s` + (out.rightMs ? `; right p50 ${out.rightMs.p50} p99 ${out.rightMs.p99} last ${out.rightMs.last} ms` : '') +
+      say(`pass ${arm} ${phase}: controller ${out.controllerSeconds} s, done ${out.seconds} s` + (out.rightMs && out.lagMs ? `; right p50 ${out.rightMs.p50} p99 ${out.rightMs.p99} last ${out.rightMs.last} ms (behind the owners p50 ${out.lagMs.p50} p99 ${out.lagMs.p99} ms)` : '') +
         `; PATCH pods ${out.api.podPatchesPerSecond}/s p50 ${out.api.podPatchMs.p50} p99 ${out.api.podPatchMs.p99} ms; agents' level ${JSON.stringify(out.api.levels['ownerrefs-agent-writes'])}` +
         `; bystander p50 ${out.bystander.p50} p99 ${out.bystander.p99} ms (${out.bystander.errors} errors); agents CPU ${out.agentCpuSeconds} s`);
       await sleep(3_000);
@@ -186,6 +201,7 @@ async function main(): Promise<void> {
     for (const n of nodes) await n.stop().catch(() => undefined);
     await cp.stop();
     await rm(cp.workDir, { recursive: true, force: true });
+    nodeSide?.remove();
   }
 
   /** A ServiceAccount with these rules (cluster-wide or in its namespace), and a kubeconfig holding its token. */

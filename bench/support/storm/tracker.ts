@@ -32,6 +32,8 @@ export interface Tracker {
   pending(): number;
   /** nowMs() at which each pod became right, since the last expect(). */
   rightAt(): number[];
+  /** Per pod right: from when the watch showed its new owners to when it showed the annotation naming them. */
+  lagMs(): number[];
   stop(): void;
 }
 
@@ -39,11 +41,15 @@ export async function startTracker(api: KubeApiClient, namespace: string): Promi
   const latest = new Map<string, Pod>();
   let want = '';
   const right = new Map<string, number>();
+  const changed = new Map<string, number>();
   const check = (p: Pod) => {
     if (right.has(p.metadata.name)) return;
     const meta = key((p.metadata.ownerReferences ?? []).map((o) => o.uid));
+    if (meta !== want) return;
+    const now = nowMs();
+    if (!changed.has(p.metadata.name)) changed.set(p.metadata.name, now);
     const annotated = annotatedOwners(p.metadata.annotations?.[OWNERS_ANNOTATION]);
-    if (meta === want && annotated && key(annotated) === want) right.set(p.metadata.name, nowMs());
+    if (annotated && key(annotated) === want) right.set(p.metadata.name, now);
   };
   const ac = new AbortController();
   const relist = async () => {
@@ -78,10 +84,12 @@ export async function startTracker(api: KubeApiClient, namespace: string): Promi
     expect(owners) {
       want = key(owners);
       right.clear();
+      changed.clear();
       for (const p of latest.values()) check(p);
     },
     pending: () => latest.size - right.size,
     rightAt: () => [...right.values()],
+    lagMs: () => [...right].map(([name, at]) => at - changed.get(name)!),
     stop: () => ac.abort(),
   };
 }
