@@ -14,8 +14,10 @@
 //      resourceVersion of the view they were computed from as preconditions: a value is never
 //      computed from one version and written over a newer one.
 //   4. 429 (API Priority and Fairness: the agents' level is full): the node's whole write
-//      budget waits the server's Retry-After (jittered), then refills from empty, and the pod
-//      is retried then, its backoff not grown: a fleet backs off as one client per node.
+//      budget waits the server's Retry-After (at least THROTTLED_RETRY_MS, doubled per 429 in
+//      a row on the node, jittered), then refills from empty, and the pod is retried then, its
+//      own backoff not grown: a fleet backs off as one client per node, and its rejected
+//      requests fall to about what the level serves.
 //      409 (the pod changed since) and failures: retried with backoff, from the newest view
 //      (a newer event usually comes first and runs it at once). 404: the pod is gone. 403 and
 //      422 (RBAC or the agent's ValidatingAdmissionPolicy refused it) also give a Warning Event
@@ -25,7 +27,7 @@ import type { Logger } from 'pino';
 import { annotationChanges, annotationsRead, CHAIN_KEYS } from '../../projections/annotations.ts';
 import type { NodeRef } from '../../projections/chain.ts';
 import { realClock, type Clock } from '../common/clock.ts';
-import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS, THROTTLED_RETRY_MS } from '../common/defaults.ts';
+import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS, THROTTLED_DOUBLINGS, THROTTLED_RETRY_MS } from '../common/defaults.ts';
 import { TokenBucket } from '../common/ratelimit.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
 import { refusalOf } from '../kube/refusal.ts';
@@ -71,6 +73,10 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
   readonly #pods = new Map<string, Kept>();
   readonly #queue: WorkQueue;
   readonly #budget: TokenBucket;
+  /** 429s in a row on this node: each doubles the next hold, so a fleet's retries fall to what the level serves. */
+  #throttledInARow = 0;
+  /** When the last hold began: a 429 for a PATCH sent before it is the same refusal, not another in a row. */
+  #heldAt = -Infinity;
   readonly #following: OwnerFollowing;
   #settings: NodeSettings = DEFAULT_SETTINGS;
 
@@ -179,11 +185,13 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     const wait = this.#budget.take();
     if (wait > 0) return void this.#queue.addAfter(uid, wait);
     const meta = kept.view.metadata!;
+    const sentAt = this.#o.clock.now();
     const body = { metadata: { uid, resourceVersion: meta.resourceVersion, annotations: Object.fromEntries(changes) } };
     const path = `/api/v1/namespaces/${encodeURIComponent(meta.namespace ?? '')}/pods/${encodeURIComponent(meta.name ?? '')}`;
     try {
       await this.#o.client.json('PATCH', path, body, 'application/merge-patch+json');
       this.#o.metrics.annotationWrites.inc({ result: 'ok' });
+      this.#throttledInARow = 0;
       if (kept.since !== undefined && this.#pods.get(uid) === kept) this.#o.metrics.annotationLatency.observe((this.#o.clock.now() - kept.since) / 1000);
       this.#queue.forget(uid);
     } catch (err) {
@@ -192,7 +200,12 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
       this.#o.metrics.annotationWrites.inc({ result });
       if (status === 404) return this.#forget(uid);
       if (status === 429) {
-        const wait = Math.round(((err as ApiError).retryAfterMs ?? THROTTLED_RETRY_MS) * (1 + this.#o.random() / 2));
+        if (sentAt > this.#heldAt) {
+          this.#throttledInARow++;
+          this.#heldAt = this.#o.clock.now();
+        }
+        const base = Math.max((err as ApiError).retryAfterMs ?? 0, THROTTLED_RETRY_MS) * 2 ** Math.min(this.#throttledInARow - 1, THROTTLED_DOUBLINGS);
+        const wait = Math.round(base * (1 + this.#o.random() / 2));
         this.#budget.hold(wait);
         return void this.#queue.addAfter(uid, wait);
       }

@@ -118,8 +118,10 @@ export const ANNOTATION_QPS = 20;
 export const ANNOTATION_BURST_FACTOR = 5;
 /** PATCHes of pod annotations in flight at once (each takes one of the client's plain sockets). */
 export const ANNOTATION_CONCURRENCY = 4;
-/** How long a node's annotation writes wait after a 429 that names no Retry-After (the API server's APF sends one). */
+/** How long a node's annotation writes wait after a 429, at least (more if its Retry-After says so). */
 export const THROTTLED_RETRY_MS = 1_000;
+/** Each 429 in a row on a node doubles that, this many times at most (1 s to 32 s). */
+export const THROTTLED_DOUBLINGS = 5;
 
 /**
  * The API server's timeout for one call of the webhook (its configuration's timeoutSeconds);

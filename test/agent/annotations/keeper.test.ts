@@ -165,6 +165,30 @@ describe('AnnotationKeeper', () => {
     expect(k.events.sent).toEqual([]);
   });
 
+  it('doubles the hold for each 429 in a row on the node (PATCHes sent after the last hold), and starts again from one after a success', async () => {
+    const k = kit({ qps: 1_000 }); // the budget never binds but for the holds
+    const answers = [429, 429, 429, 200, 429];
+    k.answer(async () => { const a = answers.shift(); if (a === 429) throw new ApiError(429, 'TooManyRequests', 'too many requests'); return {}; });
+    k.keeper.upsert(pod({ uid: 'a', owners: [] }));
+    await k.settle();
+    const at: number[] = [];
+    let seen = k.patches.length;
+    for (let t = 100; t <= 10_000; t += 100) {
+      k.clock.advance(100);
+      await k.settle();
+      if (k.patches.length > seen) at.push(t);
+      seen = k.patches.length;
+    }
+    // 429 at 0 (hold 1 s), again (2 s), again (4 s), then 200: each retry on the first
+    // 100 ms tick after its hold (the bucket refills from empty).
+    expect(at).toEqual([1_100, 3_200, 7_300]);
+    k.keeper.upsert(pod({ uid: 'b', owners: [] })); // written at once: 429 again, held 1 s, not 8
+    await k.settle();
+    k.clock.advance(1_001);
+    await k.settle();
+    expect(await k.writes('ok')).toBe(2);
+  });
+
   it('writes nothing while the node is paused, and catches up when it resumes', async () => {
     const k = kit();
     k.keeper.setSettings({ ...DEFAULT_SETTINGS, paused: true });
