@@ -10,7 +10,7 @@
 //   none          no agents (stopped): what the storm costs the cluster by itself;
 //   workload-low  the agents, their writes where a ServiceAccount's fall by default;
 //   own-level     the agents with daemonset.yaml's FlowSchema and PriorityLevelConfiguration
-//                 (--shares overrides its nominalConcurrencyShares).
+//                 (--shares overrides its nominalConcurrencyShares; an arm own-level:N, to N).
 // Each arm: a quiet window (no storm), then the orphaning and the adoption, each until every
 // pod's annotation is right (support/storm/tracker.ts). Reported per arm and phase: time until
 // right (p50, p99, last) from the storm's start, the controller's own time, the API server's
@@ -59,8 +59,10 @@ const { values: flags } = parseArgs({ options: {
 const K = Number(flags.nodes);
 const P = Number(flags.pods);
 const C = Number(flags.concurrency);
+/** An arm; `own-level:N` is the shipped level with N nominalConcurrencyShares (default --shares, else daemonset.yaml's). */
+type Arm = 'none' | 'workload-low' | `own-level${'' | `:${number}`}`;
 const ARMS = flags.arms.split(',') as Arm[];
-type Arm = 'none' | 'workload-low' | 'own-level';
+for (const a of ARMS) if (!/^(none|workload-low|own-level(:\d+)?)$/.test(a)) throw new Error(`--arms: none, workload-low, own-level or own-level:N, not ${a}`);
 const NS = 'storm';
 const BYSTANDER_NS = 'bystander';
 const LEVELS = ['ownerrefs-agent-writes', 'workload-low', 'workload-high', 'global-default', 'system', 'node-high'];
@@ -69,11 +71,11 @@ const say = (m: string) => process.stdout.write(`${((performance.now() - t0) / 1
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The API Priority and Fairness objects daemonset.yaml ships, the share overridden by --shares. */
-function apfObjects(): KubernetesObject[] {
+function apfObjects(shares = flags.shares): KubernetesObject[] {
   const objs = manifestObjects().filter((o) => o.kind === 'FlowSchema' || o.kind === 'PriorityLevelConfiguration');
   if (objs.length !== 2) throw new Error('daemonset.yaml has no FlowSchema and PriorityLevelConfiguration for the agents');
   const level = objs.find((o) => o.kind === 'PriorityLevelConfiguration') as KubernetesObject & { spec: { limited: { nominalConcurrencyShares: number } } };
-  if (flags.shares) level.spec.limited.nominalConcurrencyShares = Number(flags.shares);
+  if (shares) level.spec.limited.nominalConcurrencyShares = Number(shares);
   return objs;
 }
 
@@ -144,7 +146,7 @@ async function main(): Promise<void> {
       for (const arm of order) {
         if (arm === 'none' && agents.length) await stopAgents();
         if (arm !== 'none' && !agents.length) await startAgents();
-        if (arm === 'own-level') await apply(kc, apfObjects());
+        if (arm.startsWith('own-level')) await apply(kc, apfObjects(arm.split(':')[1]));
         if (arm === 'workload-low') await KubernetesObjectApi.makeApiClient(kc).delete(apfObjects().find((o) => o.kind === 'FlowSchema')!).catch(() => undefined);
         await sleep(3_000); // APF takes a new FlowSchema within a second or two
         const q0 = nowMs();
@@ -187,6 +189,7 @@ async function main(): Promise<void> {
         agentPatches: (await sumOver('ownerrefs_annotation_writes_total')) - writes0,
         agentCpuSeconds: round(agents.reduce((n, x, i) => n + sample(x.pid).cpuS - cpu0[i]!, 0), 2),
         api: apiWindow(a, b, (s1 - s0) / 1000, LEVELS),
+        agentLevelSeats: nominalSeats(b)['ownerrefs-agent-writes'],
         bystander: summary(bystander.between(s0, s1)),
       };
       say(`pass ${arm} ${phase}: controller ${out.controllerSeconds} s, done ${out.seconds} s` + (out.rightMs && out.lagMs ? `; right p50 ${out.rightMs.p50} p99 ${out.rightMs.p99} last ${out.rightMs.last} ms (behind the owners p50 ${out.lagMs.p50} p99 ${out.lagMs.p99} ms)` : '') +
