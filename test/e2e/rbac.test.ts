@@ -14,7 +14,7 @@ describe('daemonset.yaml', () => {
 
   it('passes a server-side dry-run apply, object by object', async () => {
     const objs = manifestObjects();
-    expect(objs.map((o) => o.kind).sort()).toEqual(['CSIDriver', 'ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'Namespace', 'ResourceQuota', 'ServiceAccount', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding']);
+    expect(objs.map((o) => o.kind).sort()).toEqual(['CSIDriver', 'ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'FlowSchema', 'Namespace', 'PriorityLevelConfiguration', 'ResourceQuota', 'ServiceAccount', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding']);
     const applied = await apply(e.kc, objs, true);
     expect(applied.map((o) => o.metadata?.name)).toEqual(objs.map((o) => o.metadata?.name));
   });
