@@ -41,12 +41,17 @@ export interface ReplicaPhase {
   floorKeptUp: boolean;
 }
 
-/** Why one replica is saturated at this phase, or undefined if it is not. */
+/**
+ * Why one replica is saturated at this phase, or undefined if it is not. Where the floor itself
+ * fell behind, timeouts and late reviews are the control plane's as much as the replica's, so
+ * only the replica's own CPU can say it saturated there.
+ */
 export function replicaSaturated(p: ReplicaPhase): string | undefined {
   if (p.busiestCores >= REPLICA_CORE_LIMIT) return `a replica used ${p.busiestCores.toFixed(2)} of a core (>= ${REPLICA_CORE_LIMIT})`;
+  if (!p.floorKeptUp) return undefined;
   if (p.timeouts > 0) return `${p.timeouts} creates timed out calling the webhook`;
   if (p.reviewsPerCreate < 0.95) return `reviews fell behind creates (${p.reviewsPerCreate.toFixed(2)} per create)`;
-  if (p.floorKeptUp && p.achieved < KEEPS_UP.achieved * p.rate) return `achieved ${p.achieved.toFixed(0)}/s of ${p.rate}/s while the floor kept up`;
+  if (p.achieved < KEEPS_UP.achieved * p.rate) return `achieved ${p.achieved.toFixed(0)}/s of ${p.rate}/s while the floor kept up`;
   return undefined;
 }
 

@@ -94,7 +94,7 @@ export interface Verdict {
     /** Reviews a second one replica's 20m CPU request covers. */
     requestCoversReviewsPerS: number;
   };
-  /** replicas = max(2, ceil(rate x CPU per review / 0.5 core)), from the largest CPU per 1,000 reviews measured (any arm). */
+  /** replicas = max(2, ceil(rate x CPU per review / 0.5 core)), from the largest CPU per 1,000 reviews measured (any arm) at a rate the floor kept up with. */
   rule: { cpuPer1kReviewsS: number; budgetCores: number; replicas: { rate: number; replicas: number; coresPerReplica: number }[] };
 }
 
@@ -104,8 +104,13 @@ export function judge(results: readonly RateResult[], arms: readonly Arm[]): Ver
     rate: r.rate, busiestCores: a.busiestReplicaCores, timeouts: a.timeouts, errors: a.errors, reviewsPerCreate: a.reviewsPerCreate,
     achieved: a.achieved, floorKeptUp: !floorSaturated({ target: r.rate, achieved: r.floor.achieved, p99: r.floor.lat.p99 }),
   }));
-  const cpu = one.map(({ a }) => a.cpuPer1kReviewsS);
-  const worst = Math.max(...results.flatMap((r) => r.arms.filter((a) => arms.some((x) => x.name === a.arm)).map((a) => a.cpuPer1kReviewsS)));
+  // CPU per review is counted only where the floor kept up: past that, every process on the
+  // machine waits for a core, and a review's CPU time grows with the contention, not the load.
+  // (When the floor fell behind at every rate, all of them count: there is nothing better.)
+  const keptUp = (r: RateResult) => !r.floorSaturated || results.every((x) => x.floorSaturated);
+  const kept = results.filter(keptUp);
+  const cpu = one.filter(({ r }) => keptUp(r)).map(({ a }) => a.cpuPer1kReviewsS);
+  const worst = Math.max(...kept.flatMap((r) => r.arms.filter((a) => arms.some((x) => x.name === a.arm)).map((a) => a.cpuPer1kReviewsS)));
   return {
     floorSaturatedAt: results.find((r) => r.floorSaturated)?.rate ?? null,
     oneReplica: {

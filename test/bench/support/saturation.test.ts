@@ -37,6 +37,8 @@ describe('replicaSaturated and firstSaturated', () => {
     [{ ...ok, reviewsPerCreate: 0.5 }, /fell behind/],
     [{ ...ok, achieved: 40 }, /achieved 40\/s of 50\/s/],
     [{ ...ok, achieved: 40, floorKeptUp: false }, undefined],
+    [{ ...ok, timeouts: 1500, reviewsPerCreate: 0.5, floorKeptUp: false }, undefined],
+    [{ ...ok, busiestCores: 0.9, timeouts: 1500, floorKeptUp: false }, /0\.90 of a core/],
   ])('%j', (p, why) => {
     const got = replicaSaturated(p);
     if (why === undefined) expect(got).toBeUndefined();
