@@ -1,9 +1,13 @@
 // Wiring: builds the agent's parts from a config and runs them until stopped.
 //
-// One pod watch and one node watch feed the agent's two paths, in this order:
-//   annotations/  the annotations the KEP's syntax reads (the webhook points it at them),
-//                 kept current: one PATCH per ownership change; the kubelet renders them;
-//   files/        the files of emptyDir volumes that opt in and of CSI volumes, written here.
+// One pod watch and one node watch feed the agent's two paths:
+//   annotations/  the main path: the annotations the KEP's syntax reads (the webhook points
+//                 it at them), kept current: one PATCH per ownership change; the kubelet
+//                 renders them;
+//   files/        the second way: the files of emptyDir volumes that opt in and of CSI
+//                 volumes, written here.
+// Each event reaches the files first, then the annotations: the files' writes are local and
+// quick, the keeper's are paced PATCHes (see `paths`).
 // Both read owners through one cache (owners/), and formats come from projections/.
 
 import type http from 'node:http';

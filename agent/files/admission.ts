@@ -73,7 +73,8 @@ export function filesTurnedOff(s: NodeSettings): string[] {
 }
 
 /**
- * The files of each of the driver's volumes that carries a downwardAPI source. The
+ * The files of each of the driver's volumes that carries a downwardAPI source: the retired
+ * form, still served (projections/downwardapi.ts says where such volumes come from). The
  * attribute is pod-author input that the API server never validates, so it is checked
  * here; a volume whose items cannot be served gets nothing.
  */

@@ -27,6 +27,7 @@ import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
 import path from 'node:path';
 import { ConfigError } from '../common/errors.ts';
+import { isRecord } from '../../projections/types.ts';
 
 // yaml is loaded only when a kubeconfig file is read: in a pod (in-cluster) it is not
 // needed, and it costs ~2.5 MB RSS. Synchronous, because loading credentials is.
@@ -186,20 +187,18 @@ async function materialize(m: Material, what: string): Promise<Buffer> {
 
 type Obj = Record<string, unknown>;
 
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** The entry named `name` in a kubeconfig list (clusters, users, contexts), unwrapped. */
 function named(doc: Obj, list: string, field: string, name: string, source: string): Obj {
   const items = Array.isArray(doc[list]) ? (doc[list] as unknown[]) : [];
-  const hit = items.find((i) => isObj(i) && i.name === name) as Obj | undefined;
+  const hit = items.find((i) => isRecord(i) && i.name === name) as Obj | undefined;
   if (!hit) throw new KubeconfigError(`${source}: ${list} has no entry named ${JSON.stringify(name)}`);
   const inner = hit[field];
-  if (!isObj(inner)) throw new KubeconfigError(`${source}: ${list} entry ${JSON.stringify(name)} has no ${field}`);
+  if (!isRecord(inner)) throw new KubeconfigError(`${source}: ${list} entry ${JSON.stringify(name)} has no ${field}`);
   return inner;
 }
 
 function partsOf(doc: unknown, baseDir: string, source: string): Parts {
-  if (!isObj(doc)) throw new KubeconfigError(`${source}: not a kubeconfig (expected a mapping)`);
+  if (!isRecord(doc)) throw new KubeconfigError(`${source}: not a kubeconfig (expected a mapping)`);
   const current = doc['current-context'];
   if (typeof current !== 'string' || !current) throw new KubeconfigError(`${source}: current-context is not set`);
   const ctx = named(doc, 'contexts', 'context', current, source);

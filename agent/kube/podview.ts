@@ -33,7 +33,7 @@ type ContainerResources = NonNullable<NonNullable<DownwardPod['spec']>['containe
 /**
  * The parts of a pod the agent reads; the watch object itself (status and all) is not kept.
  * For the files: labels, annotations and container resources only when a volume's items may
- * read them. For the annotation keeper (annotationkeeper.ts): the annotations of ours the pod's
+ * read them. For the annotation keeper (annotations/keeper.ts): the annotations of ours the pod's
  * spec reads (no other: a pod author's own ownerrefs.dev/ keys are not held), the env
  * entries that read one of them, the resourceVersion, the phase and whether it is being
  * deleted. Upserting the view is upserting the pod: a revisit upserts it again, and a

@@ -27,7 +27,7 @@ export function unchanged(warnings: string[] = []): Mutation {
 
 function dig(obj: unknown, path: readonly string[]): unknown {
   let at = obj;
-  for (const k of path) at = typeof at === 'object' && at !== null && !Array.isArray(at) ? (at as Record<string, unknown>)[k] : undefined;
+  for (const k of path) at = isRecord(at) ? at[k] : undefined;
   return at;
 }
 

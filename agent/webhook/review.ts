@@ -148,7 +148,7 @@ export function plan(req: AdmissionRequest): AdmissionPlan {
   // The chain's namespace is the request's, which the API server sets: the object's
   // metadata.namespace is the author's, may be absent, and would have the webhook read
   // another namespace's owners. Without it (never, for a Pod), no namespace to trust.
-  if (kind !== 'Pod' || update || req.subResource !== undefined || !req.namespace || !scan.reads.some((k) => CHAIN_KEYS.has(k))) {
+  if (!scan.creating || req.subResource !== undefined || !req.namespace || !scan.reads.some((k) => CHAIN_KEYS.has(k))) {
     return { act: 'mutate', kind, object: req.object, options };
   }
   const meta = isRecord(req.object.metadata) ? req.object.metadata : {};

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { chartReadme } from '../../scripts/gen-chart-readme.ts';
-import { agentPolicyTemplate, CHART, daemonsetYaml, followOwnersYaml, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
+import { agentPolicyTemplate, CHART, daemonsetYaml, followOwnersYaml, forbidPolicyTemplate, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
 import { MATRIX } from '../support/chart.ts';
 import { NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 
@@ -33,11 +33,12 @@ describe('the chart', () => {
     expect(r.status, r.stdout + r.stderr).toBe(0);
   });
 
-  it('renders daemonset.yaml, rbac-follow-owners.yaml and its webhook and agent-policy templates exactly (npm run gen:manifests)', () => {
+  it('renders daemonset.yaml, rbac-follow-owners.yaml and its webhook, agent-policy and forbid-policy templates exactly (npm run gen:manifests)', () => {
     expect(read('daemonset.yaml')).toBe(daemonsetYaml(helm));
     expect(read('rbac-follow-owners.yaml')).toBe(followOwnersYaml(helm));
     expect(read('charts/ownerrefs-agent/templates/webhook.yaml')).toBe(webhookTemplate());
     expect(read('charts/ownerrefs-agent/templates/agent-policy.yaml')).toBe(agentPolicyTemplate());
+    expect(read('charts/ownerrefs-agent/templates/forbid-policy.yaml')).toBe(forbidPolicyTemplate());
   });
 
   it('renders webhook.yaml\'s objects when the webhook is on', () => {

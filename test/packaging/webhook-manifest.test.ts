@@ -10,7 +10,7 @@ const objs = parseAllDocuments(text).map((d) => d.toJS() as Obj).filter(Boolean)
 const byKind = (kind: string) => objs.find((o) => o.kind === kind)!;
 
 describe('webhook.yaml', () => {
-  it('ends with the configuration registration.ts builds (regenerate: node scripts/gen-webhook-config.ts)', () => {
+  it('ends with the configuration agent/manifests/webhookconfig.ts builds (regenerate: node scripts/gen-webhook-config.ts)', () => {
     expect(text.slice(text.indexOf(MARKER)).replace(/^#.*\n/gm, '')).toBe(generated());
   });
 

@@ -121,6 +121,7 @@ export class NodeDriver {
       throw invalid(`${DRIVER_NAME} serves only ephemeral inline volumes: declare it in the pod (spec.volumes[].csi), ` +
         `not as a PersistentVolume, and install the CSIDriver object with podInfoOnMount: true`);
     }
+    // DOWNWARD_API_ATTRIBUTE is the retired form, still served (projections/downwardapi.ts).
     const extra = Object.keys(ctx).filter((k) => !k.startsWith(KUBELET_PREFIX) && k !== DOWNWARD_API_ATTRIBUTE);
     if (extra.length > 0) {
       throw invalid(`${DRIVER_NAME} takes one volumeAttribute, ${DOWNWARD_API_ATTRIBUTE} (a downwardAPI volume source as JSON); remove ` +
