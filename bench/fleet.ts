@@ -22,7 +22,6 @@
 //                          [--no-quiet-probe]   (propagation as an inotify probe sees it)
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
@@ -30,9 +29,8 @@ import { parseAllDocuments } from 'yaml';
 import { KubeApiClient } from '../agent/kube/client.ts';
 import { KubeCredentials } from '../agent/kube/kubeconfig.ts';
 import { agentKubeconfig, apply, startAgentProcess, type AgentProcess } from '../localcluster/agentproc.ts';
-import { controlPlaneBinaries, newWorkDir, startControlPlane } from '../localcluster/controlplane/controlplane.ts';
-import { startHollowNode, type HollowNode } from '../localcluster/node/hollow.ts';
-import { nodeBinaries } from '../localcluster/node/realnode.ts';
+import { startHollowFleet, startLocalControlPlane, type HollowFleet } from '../localcluster/clusters.ts';
+import type { HollowNode } from '../localcluster/node/hollow.ts';
 import { waitFor } from '../localcluster/wait.ts';
 import { podinfoDaemonSet } from '../test/support/e2e.ts';
 import { buildAgent } from './support/agent.ts';
@@ -70,18 +68,17 @@ async function main(): Promise<void> {
     command: `npm run bench:fleet -- ${process.argv.slice(2).join(' ')}`.trim(), date: new Date().toISOString(),
     machine: machine(), git: gitState(), nodes: K, podsPerNode: P, windowSeconds: WINDOW_S, followOwners: flags['follow-owners'], loadBefore: loadavg(),
   };
-  const cp = await startControlPlane({ binDir: await controlPlaneBinaries(), workDir: await newWorkDir(), realNodes: true });
-  const nodes: HollowNode[] = [];
+  const lcp = await startLocalControlPlane({ realNodes: true });
+  const { cp, kc } = lcp;
+  let fleet: HollowFleet | undefined;
+  let nodes: readonly HollowNode[] = [];
   const agents: AgentProcess[] = [];
-  const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
   const api = new KubeApiClient(KubeCredentials.fromFile(cp.kubeconfigPath) as unknown as KubeConfig);
   try {
-    const controlPlaneAlone = await apiServer(cp);
-    const bin = await nodeBinaries();
-    const n0 = performance.now();
-    for (let i = 0; i < K; i++) nodes.push(await startHollowNode({ cp, name: `hollow-${String(i).padStart(3, '0')}`, binDir: bin, memoryRoot: true }));
-    say(`${K} hollow nodes Ready in ${((performance.now() - n0) / 1000).toFixed(1)} s`);
+    const controlPlaneAlone = await apiServer(cp); // before the nodes join
+    fleet = await startHollowFleet({ cp, count: K, memoryRoot: true });
+    nodes = fleet.nodes;
+    say(`${K} hollow nodes Ready in ${(fleet.readyMs / 1000).toFixed(1)} s`);
     if (flags['follow-owners']) {
       await apply(kc, parseAllDocuments(readFileSync(path.join(ROOT, 'rbac-follow-owners.yaml'), 'utf8')).map((d) => d.toJS() as KubernetesObject));
       for (const n of nodes) await api.json('PATCH', `/api/v1/nodes/${n.name}`, { metadata: { labels: { 'ownerrefs.dev/follow-owners': 'true' } } }, MERGE);
@@ -160,9 +157,8 @@ async function main(): Promise<void> {
   } finally {
     api.close();
     for (const a of agents) await a.stop().catch(() => undefined);
-    for (const n of nodes) await n.stop().catch(() => undefined);
-    await cp.stop();
-    await rm(cp.workDir, { recursive: true, force: true });
+    await fleet?.stop().catch(() => undefined);
+    await lcp.stop();
   }
 
   async function runningPods() {

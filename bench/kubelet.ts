@@ -22,10 +22,10 @@ import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { agentKubeconfig, apply, manifestObjects } from '../localcluster/agentproc.ts';
-import { controlPlaneBinaries, newWorkDir, startControlPlane } from '../localcluster/controlplane/controlplane.ts';
-import { IMAGES, missingForRealNode, nodeBinaries, nodeImages, startRealNode } from '../localcluster/node/realnode.ts';
+import { startLocalControlPlane, startRealOrHollowNode } from '../localcluster/clusters.ts';
+import { IMAGES, missingForRealNode } from '../localcluster/node/realnode.ts';
 import { mergePatch } from '../localcluster/patch.ts';
 import { startWebhook } from '../localcluster/webhookproc.ts';
 import { buildAgent, startAgent } from './support/agent.ts';
@@ -164,11 +164,9 @@ async function waitUntil<T>(fn: () => T | undefined | false | Promise<T | undefi
 async function main(): Promise<void> {
   const missing = missingForRealNode();
   if (missing.length > 0) throw new Error(`no real node on this machine (it lacks ${missing.join(', ')}); npm run bench:kubelet needs one`);
-  const cp = await startControlPlane({ binDir: await controlPlaneBinaries(), workDir: await newWorkDir(), realNodes: true });
-  const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  const core = kc.makeApiClient(CoreV1Api);
-  const node = await startRealNode({ cp, name: NODE, binDir: await nodeBinaries(), imagesDir: await nodeImages() });
+  const lcp = await startLocalControlPlane({ realNodes: true });
+  const { kc, core } = lcp;
+  const node = await startRealOrHollowNode({ cp: lcp.cp, name: NODE, hollow: false }); // timed in containers: never a hollow node
   const group = Number(flags['node-cpu-shares']) > 0 ? CpuGroup.create('ownerrefs-bench-node', Number(flags['node-cpu-shares'])) : undefined;
   let webhook: Awaited<ReturnType<typeof startWebhook>> | undefined;
   let agent: Awaited<ReturnType<typeof startAgent>> | undefined;
@@ -210,7 +208,7 @@ async function main(): Promise<void> {
     await webhook?.stop();
     await node.stop(); // before the group goes: containerd's shims started in it
     group?.remove();
-    await cp.stop();
+    await lcp.stop();
   }
 }
 

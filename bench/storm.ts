@@ -28,16 +28,14 @@
 //                          [--node-cpu-shares=128] [--out=...]
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig, KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
 import { KubeApiClient } from '../agent/kube/client.ts';
 import { KubeCredentials } from '../agent/kube/kubeconfig.ts';
 import { agentKubeconfig, apply, manifestObjects, serviceAccountKubeconfig, startAgentProcess, type AgentProcess } from '../localcluster/agentproc.ts';
-import { controlPlaneBinaries, newWorkDir, startControlPlane } from '../localcluster/controlplane/controlplane.ts';
-import { startHollowNode, type HollowNode } from '../localcluster/node/hollow.ts';
-import { nodeBinaries } from '../localcluster/node/realnode.ts';
+import { startHollowFleet, startLocalControlPlane, type HollowFleet } from '../localcluster/clusters.ts';
+import type { HollowNode } from '../localcluster/node/hollow.ts';
 import { waitFor } from '../localcluster/wait.ts';
 import { TMP, buildAgent } from './support/agent.ts';
 import { CpuGroup } from './support/cpugroup.ts';
@@ -84,12 +82,12 @@ async function main(): Promise<void> {
     command: `npm run bench:storm -- ${process.argv.slice(2).join(' ')}`.trim(), date: new Date().toISOString(), machine: machine(), git: gitState(),
     nodes: K, podsPerNode: P, pods: K * P, concurrency: C, bystanderRate: Number(flags['bystander-rate']), loadBefore: loadavg(),
   };
-  const cp = await startControlPlane({ binDir: await controlPlaneBinaries(), workDir: await newWorkDir(), realNodes: true });
-  const nodes: HollowNode[] = [];
+  const lcp = await startLocalControlPlane({ realNodes: true });
+  const { cp, kc } = lcp;
+  let fleet: HollowFleet | undefined;
+  let nodes: readonly HollowNode[] = [];
   let agents: AgentProcess[] = [];
   const admin = new KubeApiClient(KubeCredentials.fromFile(cp.kubeconfigPath) as unknown as KubeConfig);
-  const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
   const workDir = path.join(TMP, `storm-${process.pid}`);
   mkdirSync(workDir, { recursive: true });
   const closers: (() => unknown)[] = [];
@@ -97,10 +95,9 @@ async function main(): Promise<void> {
   const nodeSide = shares > 0 ? CpuGroup.create(`ownerrefs-bench-storm-${process.pid}`, shares) : undefined;
   result.nodeCpuShares = shares || undefined;
   try {
-    const bin = await nodeBinaries();
-    const n0 = performance.now();
-    for (let i = 0; i < K; i++) nodes.push(await startHollowNode({ cp, name: `hollow-${String(i).padStart(3, '0')}`, binDir: bin, memoryRoot: true }));
-    say(`${K} hollow nodes Ready in ${((performance.now() - n0) / 1000).toFixed(1)} s`);
+    fleet = await startHollowFleet({ cp, count: K, memoryRoot: true });
+    nodes = fleet.nodes;
+    say(`${K} hollow nodes Ready in ${(fleet.readyMs / 1000).toFixed(1)} s`);
     for (const n of nodes) if (n.pid) nodeSide?.add(n.pid);
     const agentKcs = await Promise.all(nodes.map((n) => agentKubeconfig(kc, n.kubeletRoot, { nodeName: n.name }))); // applies daemonset.yaml's objects
     for (const ns of [NS, BYSTANDER_NS]) await admin.json('POST', '/api/v1/namespaces', { metadata: { name: ns } });
@@ -201,9 +198,8 @@ async function main(): Promise<void> {
   } finally {
     for (const c of closers.reverse()) await Promise.resolve(c()).catch(() => undefined);
     admin.close();
-    for (const n of nodes) await n.stop().catch(() => undefined);
-    await cp.stop();
-    await rm(cp.workDir, { recursive: true, force: true });
+    await fleet?.stop().catch(() => undefined);
+    await lcp.stop();
     nodeSide?.remove();
   }
 

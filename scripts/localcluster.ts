@@ -5,15 +5,12 @@
 // emulator on a temporary kubelet root. Used by `npm run demo` (real node) and
 // `npm run soak` (the emulator: it churns pods faster than containers start).
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { controlPlaneBinaries, newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../localcluster/controlplane/controlplane.ts';
+import type { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { controlPlaneBinaries, reapLeftoverControlPlanes, type ControlPlane } from '../localcluster/controlplane/controlplane.ts';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../localcluster/agentproc.ts';
-import { startKubeletEmulator, type KubeletEmulator } from '../localcluster/kubelet/emulator.ts';
-import { missingForRealNode, nodeBinaries, nodeImages, startRealNode, type RealNode } from '../localcluster/node/realnode.ts';
+import { startEmulatorNode, startLocalControlPlane, startRealOrHollowNode } from '../localcluster/clusters.ts';
+import type { KubeletEmulator } from '../localcluster/kubelet/emulator.ts';
+import { missingForRealNode, type RealNode } from '../localcluster/node/realnode.ts';
 import { waitFor } from '../localcluster/wait.ts';
 
 
@@ -44,27 +41,29 @@ export async function startLocalCluster(opts: {
   say('building or locating etcd, kube-apiserver, kube-controller-manager, kube-scheduler (first run: ~5 min)');
   const binDir = await controlPlaneBinaries();
   await reapLeftoverControlPlanes();
-  const cp = await startControlPlane({ binDir, workDir: await newWorkDir(), ...(real ? { realNodes: true } : { nodeName: opts.node }) });
-  const stops: (() => Promise<unknown>)[] = [() => cp.stop(), () => rm(cp.workDir, { recursive: true, force: true })];
+  // The real node's control plane runs node lifecycle; the emulator's registers its Node.
+  const lcp = await startLocalControlPlane({ binDir, ...(real ? { realNodes: true } : { nodeName: opts.node }) });
+  const { cp, kc, core } = lcp;
+  const stops: (() => Promise<unknown>)[] = [() => lcp.stop()];
   const stop = async () => { for (const s of stops) await s().catch(() => undefined); };
   try {
-    const kc = new KubeConfig();
-    kc.loadFromFile(cp.kubeconfigPath);
     let kubelet: KubeletEmulator | undefined;
     let realNode: RealNode | undefined;
     let kubeletRoot: string;
     if (real) {
       say(`control plane up at ${cp.server}; logs in ${cp.logsDir}; building or locating the kubelet and the node's images (first run: ~4 min)`);
-      realNode = await startRealNode({ cp, name: opts.node, binDir: await nodeBinaries(), imagesDir: await nodeImages() });
+      realNode = await startRealOrHollowNode({ cp, name: opts.node, hollow: false });
       stops.unshift(() => realNode!.stop());
       kubeletRoot = realNode.kubeletRoot;
       say(`node ${opts.node} Ready: the real kubelet with containerd and runc, root ${kubeletRoot}`);
     } else {
       say(`control plane up at ${cp.server}; node ${opts.node} registered; logs in ${cp.logsDir}`);
-      kubeletRoot = mkdtempSync(path.join(os.tmpdir(), 'local-kubelet-'));
-      stops.push(async () => rmSync(kubeletRoot, { recursive: true, force: true }));
-      kubelet = await startKubeletEmulator({ kc, nodeName: opts.node, kubeletRoot });
-      stops.unshift(() => kubelet!.stop());
+      // The emulator, also where a real node was asked for and cannot run (not a hollow
+      // node, as the real-node tests use): the demo then reads its file through kubelet.volumeDir.
+      const node = await startEmulatorNode({ kc, name: opts.node });
+      stops.unshift(() => node.stop());
+      kubelet = node.kubelet;
+      kubeletRoot = node.kubeletRoot;
     }
     const agent = await startAgentProcess({
       kubeconfig: await agentKubeconfig(kc, kubeletRoot, { nodeName: opts.node }), nodeName: opts.node, kubeletRoot, args: opts.agentArgs ?? ['--log-level=info'], main: opts.agentMain, env: opts.agentEnv, extraNodeFlags: opts.agentNodeFlags,
@@ -72,7 +71,7 @@ export async function startLocalCluster(opts: {
     stops.unshift(() => agent.stop());
     await waitFor(async () => (await agent.get('/readyz')).status === 200, { describe: 'agent ready' });
     say(`agent running with the ServiceAccount and ClusterRole from daemonset.yaml; /metrics on 127.0.0.1:${agent.healthPort}`);
-    return { cp, kc, core: kc.makeApiClient(CoreV1Api), ...(kubelet ? { kubelet } : {}), ...(realNode ? { realNode } : {}), agent, kubeletRoot, stop };
+    return { cp, kc, core, ...(kubelet ? { kubelet } : {}), ...(realNode ? { realNode } : {}), agent, kubeletRoot, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -3,13 +3,12 @@
 // agent's requests by itself (server-side, independent of the agent's own metric).
 
 import { execFileSync } from 'node:child_process';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { KubeApiClient, ApiError } from '../../agent/kube/client.ts';
 import { KubeCredentials } from '../../agent/kube/kubeconfig.ts';
-import { controlPlaneBinaries, newWorkDir, reapLeftoverControlPlanes, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
-import { createTestNode } from '../../localcluster/controlplane/node.ts';
+import { startLocalControlPlane } from '../../localcluster/clusters.ts';
+import { controlPlaneBinaries, reapLeftoverControlPlanes, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { agentKubeconfig, apply } from '../../localcluster/agentproc.ts';
 
 export const NS = 'bench';
@@ -41,15 +40,14 @@ export interface BenchCluster {
  * and its loopback egress proxy: what puts several webhook replicas behind one Service here.
  */
 export async function startBenchCluster(nodeName: string, workDir: string, opts: { realNodes?: boolean } = {}): Promise<BenchCluster> {
-  const binDir = await controlPlaneBinaries();
+  const binDir = await controlPlaneBinaries(); // also read below: etcd's version
   await reapLeftoverControlPlanes();
-  const cp = await startControlPlane({ binDir, workDir: await newWorkDir(), ...opts.realNodes ? { realNodes: true } : {} });
+  // The control plane registers the node (no kubelet: the benchmark lays out the volumes itself).
+  const lcp = await startLocalControlPlane({ binDir, nodeName, ...opts.realNodes ? { realNodes: true } : {} });
+  const { cp, kc } = lcp;
   try {
     const api = new KubeApiClient(KubeCredentials.fromFile(cp.kubeconfigPath) as unknown as KubeConfig);
-    const kc = new KubeConfig();
-    kc.loadFromFile(cp.kubeconfigPath);
-    // The harness's node helper, then room for more than its 250 pods.
-    await createTestNode(kc, nodeName);
+    // Room for more than the registered node's 250 pods.
     const pods = { pods: '2000' };
     await api.json('PATCH', `/api/v1/nodes/${nodeName}/status`, { status: { capacity: pods, allocatable: pods } }, MERGE);
     await api.json('POST', '/api/v1/namespaces', { metadata: { name: NS } });
@@ -84,13 +82,11 @@ export async function startBenchCluster(nodeName: string, workDir: string, opts:
       },
       async stop() {
         api.close();
-        await cp.stop();
-        await rm(cp.workDir, { recursive: true, force: true }); // else every bench run leaves one in /tmp
+        await lcp.stop();
       },
     };
   } catch (err) {
-    await cp.stop();
-    await rm(cp.workDir, { recursive: true, force: true });
+    await lcp.stop();
     throw err;
   }
 }

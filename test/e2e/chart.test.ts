@@ -9,11 +9,10 @@
 // apply would merge with and `helm install` would refuse to adopt.
 
 import { spawnSync } from 'node:child_process';
-import { rm } from 'node:fs/promises';
-import { ApiextensionsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apply } from '../../localcluster/agentproc.ts';
-import { newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import { startLocalControlPlane, type LocalControlPlane } from '../../localcluster/clusters.ts';
 import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
 import { clusterInfo } from '../support/cluster.ts';
 import { renderMatrix } from '../support/chart.ts';
@@ -31,18 +30,16 @@ async function certManagerKinds(kc: KubeConfig): Promise<void> {
 
 describe('the Helm chart against the API server', () => {
   let renderings: ReturnType<typeof renderMatrix>;
-  let cp: ControlPlane | undefined;
-  const kc = new KubeConfig();
+  let lcp: LocalControlPlane | undefined;
+  let kc: KubeConfig;
   beforeAll(async () => {
     renderings = renderMatrix(helmBin());
-    cp = await startControlPlane({ binDir: clusterInfo().binDir, workDir: await newWorkDir() });
-    kc.loadFromFile(cp.kubeconfigPath);
+    lcp = await startLocalControlPlane({ binDir: clusterInfo().binDir });
+    kc = lcp.kc;
     await certManagerKinds(kc);
   }, 600_000);
   afterAll(async () => {
-    if (!cp) return;
-    await cp.stop();
-    await rm(cp.workDir, { recursive: true, force: true });
+    await lcp?.stop();
   });
 
   it('every rendering of the value matrix passes a server-side dry-run apply', async () => {
@@ -59,10 +56,10 @@ describe('the Helm chart against the API server', () => {
   it('says what to do when `helm install --create-namespace` made its namespace first, instead of a conflict', async () => {
     const ns = `helm-made-${Date.now().toString(36)}`;
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
-    const r = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--dry-run=server', `--kubeconfig=${cp!.kubeconfigPath}`], { encoding: 'utf8' });
+    const r = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--dry-run=server', `--kubeconfig=${lcp!.cp.kubeconfigPath}`], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain(`namespace ${ns} exists already and this release did not make it (helm --create-namespace makes it first): install without --create-namespace, or with --set namespace.create=false`);
-    const ok = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--set', 'namespace.create=false', '--dry-run=server', `--kubeconfig=${cp!.kubeconfigPath}`], { encoding: 'utf8' });
+    const ok = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--set', 'namespace.create=false', '--dry-run=server', `--kubeconfig=${lcp!.cp.kubeconfigPath}`], { encoding: 'utf8' });
     expect(ok.status, ok.stderr).toBe(0);
   });
 });

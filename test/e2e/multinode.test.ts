@@ -3,15 +3,14 @@
 // agent serves its own node's pods and only those, and one agent's death costs only its
 // own node.
 import { existsSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, type CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
-import { controlPlaneBinaries, newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import { startHollowFleet, startLocalControlPlane, type HollowFleet, type LocalControlPlane } from '../../localcluster/clusters.ts';
+import type { ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
-import { startHollowNode, type HollowNode } from '../../localcluster/node/hollow.ts';
-import { nodeBinaries } from '../../localcluster/node/realnode.ts';
+import type { HollowNode } from '../../localcluster/node/hollow.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 import { items, podinfoDaemonSet } from '../support/e2e.ts';
@@ -19,6 +18,8 @@ import { items, podinfoDaemonSet } from '../support/e2e.ts';
 const NODES = 3;
 
 describe('three hollow nodes, one agent each', () => {
+  let lcp: LocalControlPlane | undefined;
+  let fleet: HollowFleet | undefined;
   let cp: ControlPlane;
   let core: CoreV1Api;
   const nodes: HollowNode[] = [];
@@ -28,12 +29,12 @@ describe('three hollow nodes, one agent each', () => {
   const wait = <T>(fn: () => T | Promise<T>, describe: string) => waitFor(fn, { timeoutMs: 90_000, intervalMs: 200, describe, diagnostics });
 
   beforeAll(async () => {
-    cp = await startControlPlane({ binDir: await controlPlaneBinaries(), workDir: await newWorkDir(), realNodes: true });
-    const kc = new KubeConfig();
-    kc.loadFromFile(cp.kubeconfigPath);
-    core = kc.makeApiClient(CoreV1Api);
-    const bin = await nodeBinaries();
-    for (let i = 0; i < NODES; i++) nodes.push(await startHollowNode({ cp, name: `hollow-${i}`, binDir: bin }));
+    lcp = await startLocalControlPlane({ realNodes: true });
+    const { kc } = lcp;
+    cp = lcp.cp;
+    core = lcp.core;
+    fleet = await startHollowFleet({ cp, count: NODES });
+    nodes.push(...fleet.nodes);
     await core.createNamespace({ body: { metadata: { name: ns } } });
     for (const n of nodes) {
       const a = await startAgentProcess({ kubeconfig: await agentKubeconfig(kc, n.kubeletRoot, { nodeName: n.name }), nodeName: n.name, kubeletRoot: n.kubeletRoot });
@@ -48,9 +49,8 @@ describe('three hollow nodes, one agent each', () => {
   });
   afterAll(async () => {
     for (const a of agents) await a.stop();
-    for (const n of nodes) await n.stop();
-    await cp?.stop();
-    if (cp) await rm(cp.workDir, { recursive: true, force: true });
+    await fleet?.stop();
+    await lcp?.stop();
   }, 300_000);
 
   const podOn = async (node: string): Promise<V1Pod | undefined> =>

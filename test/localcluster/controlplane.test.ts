@@ -1,8 +1,7 @@
 // Smoke test of the e2e harness itself: real controllers, real GC, real
 // admission, plus the kubelet emulator's volume directories.
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api, VersionApi, type V1DaemonSet, type V1Pod,
@@ -10,7 +9,8 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiStatus, clusterInfo, kubeConfig, newNamespace, waitFor, type TestNamespace } from '../support/cluster.ts';
-import { startKubeletEmulator, type KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
+import type { KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
+import { startEmulatorNode, type EmulatorNode } from '../../localcluster/clusters.ts';
 
 const info = clusterInfo();
 const controllersRunning = info.components.controllerManager && info.components.scheduler;
@@ -55,20 +55,21 @@ describe('control plane harness', () => {
   let ns: TestNamespace;
   let kubelet: KubeletEmulator;
   let kubeletRoot: string;
+  let node: EmulatorNode | undefined;
 
   beforeAll(async () => {
     kc = kubeConfig();
     core = kc.makeApiClient(CoreV1Api);
     apps = kc.makeApiClient(AppsV1Api);
     ns = await newNamespace('cp-smoke', kc);
-    kubeletRoot = await mkdtemp(join(tmpdir(), 'ownerrefs-kubelet-'));
-    kubelet = await startKubeletEmulator({ kc, nodeName: info.nodeName, kubeletRoot });
+    node = await startEmulatorNode({ kc, name: info.nodeName });
+    kubelet = node.kubelet;
+    kubeletRoot = node.kubeletRoot;
   });
 
   afterAll(async () => {
     await ns?.cleanup(); // while the emulator runs: it finishes the pods' deletion
-    await kubelet?.stop();
-    if (kubeletRoot) await rm(kubeletRoot, { recursive: true, force: true });
+    await node?.stop();
   });
 
   it('serves the API and has a Ready, untainted test node', async () => {

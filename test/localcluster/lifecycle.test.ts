@@ -1,15 +1,14 @@
 // The fault-injection hooks (apiserver restart/kill/start, etcd compaction)
 // on a private control plane, and the kubelet emulator's recovery from them.
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import { startEmulatorNode, startLocalControlPlane, type EmulatorNode, type LocalControlPlane } from '../../localcluster/clusters.ts';
+import type { ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { httpCall } from '../../localcluster/controlplane/net.ts';
 import { apiStatus, clusterInfo, newNamespace, waitFor } from '../support/cluster.ts';
-import { MIRROR_ANNOTATION, startKubeletEmulator, type KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
+import { MIRROR_ANNOTATION, type KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
 
 const NODE = 'lifecycle-node';
 
@@ -26,8 +25,9 @@ function barePod(name: string): V1Pod {
 }
 
 describe('private control plane lifecycle', () => {
+  let lcp: LocalControlPlane | undefined;
+  let node: EmulatorNode | undefined;
   let cp: ControlPlane;
-  let kc: KubeConfig;
   let core: CoreV1Api;
   let kubelet: KubeletEmulator;
   let kubeletRoot: string;
@@ -37,22 +37,16 @@ describe('private control plane lifecycle', () => {
     waitFor(fn, { describe, logsDir: cp.logsDir });
 
   beforeAll(async () => {
-    cp = await startControlPlane({ binDir: clusterInfo().binDir, workDir: await newWorkDir(), nodeName: NODE });
-    kc = new KubeConfig();
-    kc.loadFromFile(cp.kubeconfigPath);
-    core = kc.makeApiClient(CoreV1Api);
-    kubeletRoot = await mkdtemp(join(tmpdir(), 'ownerrefs-kubelet-'));
-    kubelet = await startKubeletEmulator({ kc, nodeName: NODE, kubeletRoot });
-    namespace = (await newNamespace('lifecycle', kc)).name;
+    lcp = await startLocalControlPlane({ binDir: clusterInfo().binDir, nodeName: NODE });
+    ({ cp, core } = lcp);
+    node = await startEmulatorNode({ kc: lcp.kc, name: NODE });
+    ({ kubelet, kubeletRoot } = node);
+    namespace = (await newNamespace('lifecycle', lcp.kc)).name;
   });
 
   afterAll(async () => {
-    await kubelet?.stop();
-    if (cp) {
-      await cp.stop();
-      await rm(cp.workDir, { recursive: true, force: true });
-    }
-    if (kubeletRoot) await rm(kubeletRoot, { recursive: true, force: true });
+    await node?.stop();
+    await lcp?.stop();
   });
 
   it('restarts the apiserver on the same port with the same data', async () => {

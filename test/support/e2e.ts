@@ -2,17 +2,16 @@
 // agent process running with the RBAC shipped in daemonset.yaml. Optionally on a
 // private control plane (for tests that kill or compact it) and behind a fault proxy.
 
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import os from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, type KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
-import { newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import type { ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { agentKubeconfig, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
+import { startEmulatorNode, startLocalControlPlane, type EmulatorNode, type LocalControlPlane } from '../../localcluster/clusters.ts';
 import { clusterInfo, kubeConfig, newNamespace, waitFor, type TestNamespace } from './cluster.ts';
-import { startKubeletEmulator, type KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
+import type { KubeletEmulator } from '../../localcluster/kubelet/emulator.ts';
 import { startFaultProxy, type FaultProxy } from './proxy.ts';
 
 export interface E2E {
@@ -52,13 +51,14 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
   const e = {} as E2E;
   let ns: TestNamespace;
   let agentKc: string;
+  let privateCp: LocalControlPlane | undefined;
+  let node: EmulatorNode | undefined;
   const logsDir = () => e.cp?.logsDir ?? clusterInfo().logsDir;
   beforeAll(async () => {
     if (opts.privateControlPlane) {
-      e.cp = await startControlPlane({ binDir: clusterInfo().binDir, workDir: await newWorkDir(), nodeName: opts.privateControlPlane,
-        ...(opts.apiserverFeatureGates ? { apiserverFeatureGates: opts.apiserverFeatureGates } : {}) });
-      e.kc = new KubeConfig();
-      e.kc.loadFromFile(e.cp.kubeconfigPath);
+      privateCp = await startLocalControlPlane({ binDir: clusterInfo().binDir, nodeName: opts.privateControlPlane, apiserverFeatureGates: opts.apiserverFeatureGates });
+      e.cp = privateCp.cp;
+      e.kc = privateCp.kc;
       e.nodeName = opts.privateControlPlane;
     } else {
       e.kc = kubeConfig();
@@ -68,8 +68,9 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
     e.apps = e.kc.makeApiClient(AppsV1Api);
     ns = await newNamespace(prefix, e.kc);
     e.ns = ns.name;
-    e.kubeletRoot = mkdtempSync(path.join(os.tmpdir(), 'kubelet-'));
-    e.kubelet = await startKubeletEmulator({ kc: e.kc, nodeName: e.nodeName, kubeletRoot: e.kubeletRoot });
+    node = await startEmulatorNode({ kc: e.kc, name: e.nodeName });
+    e.kubeletRoot = node.kubeletRoot;
+    e.kubelet = node.kubelet;
     if (opts.proxy) e.proxy = await startFaultProxy(Number(new URL(e.kc.getCurrentCluster()!.server).port));
     agentKc = await agentKubeconfig(e.kc, e.kubeletRoot, { nodeName: e.nodeName, server: e.proxy ? `https://${e.proxy.address}` : undefined });
     e.restartAgent = async () => {
@@ -111,13 +112,9 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
     if (left) await e.kc.makeApiClient(AdmissionregistrationV1Api).deleteMutatingWebhookConfiguration({ name: 'ownerrefs.dev' });
     // Before the emulator stops: it finishes the pods' graceful deletion (shared node).
     if (!e.cp) await ns?.cleanup();
-    await e.kubelet?.stop();
+    await node?.stop();
     await e.proxy?.close();
-    if (e.cp) {
-      await e.cp.stop();
-      await rm(e.cp.workDir, { recursive: true, force: true });
-    }
-    if (e.kubeletRoot) await rm(e.kubeletRoot, { recursive: true, force: true });
+    await privateCp?.stop();
     if (code !== undefined && code !== 0) throw new Error(`agent exited ${code} on SIGTERM\n${await e.diagnostics()}`);
     if (left) throw new Error('this file left the MutatingWebhookConfiguration ownerrefs.dev on the shared API server: end its webhook with WebhookProcess.remove()');
   });

@@ -9,17 +9,16 @@
 // tests that need a container (its log, a read-only mount, a shell) are skipped there,
 // with the reason printed. OWNERREFS_REAL_NODE=off forces that fallback.
 
-import { rm } from 'node:fs/promises';
-import { AppsV1Api, CoreV1Api, KubeConfig, StorageV1Api, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, StorageV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { agentKubeconfig, apply, manifestObjects, startAgentProcess, type AgentProcess } from '../../localcluster/agentproc.ts';
-import { controlPlaneBinaries, newWorkDir, startControlPlane, type ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
+import { startLocalControlPlane, startRealOrHollowNode, type LocalControlPlane } from '../../localcluster/clusters.ts';
+import type { ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
 import { podExec } from '../../localcluster/exec.ts';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { startHollowNode } from '../../localcluster/node/hollow.ts';
-import { missingForRealNode, nodeBinaries, nodeImages, startRealNode, type RealNode } from '../../localcluster/node/realnode.ts';
+import { missingForRealNode, type RealNode } from '../../localcluster/node/realnode.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 
 export { IMAGES } from '../../localcluster/node/realnode.ts';
@@ -52,6 +51,7 @@ export interface RealNodeE2E {
 export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode) => string[]; /** false: no agent process (the test runs its own) */ agent?: boolean;
   /** false: none of daemonset.yaml's objects either, nor an agent (a file that installs the product with helm) */ objects?: boolean; } = {}): RealNodeE2E {
   const e = {} as RealNodeE2E;
+  let lcp: LocalControlPlane | undefined;
   const diagnostics = async () => [
     await e.agent?.report(),
     e.node ? tailLogs(e.node.logsDir, 30) : '',
@@ -59,12 +59,12 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
   ].join('\n');
   e.waitFor = (fn, describe, timeoutMs = 60_000) => waitFor(fn, { timeoutMs, intervalMs: 100, describe, diagnostics });
   beforeAll(async () => {
-    e.cp = await startControlPlane({ binDir: await controlPlaneBinaries(), workDir: await newWorkDir(), realNodes: true });
-    e.kc = new KubeConfig();
-    e.kc.loadFromFile(e.cp.kubeconfigPath);
-    e.core = e.kc.makeApiClient(CoreV1Api);
+    lcp = await startLocalControlPlane({ realNodes: true });
+    e.cp = lcp.cp;
+    e.kc = lcp.kc;
+    e.core = lcp.core;
     e.apps = e.kc.makeApiClient(AppsV1Api);
-    e.node = CONTAINERS ? await startRealNode({ cp: e.cp, name: `${prefix}-node`, binDir: await nodeBinaries(), imagesDir: await nodeImages() }) : await hollowAsNode(e.cp, `${prefix}-node`);
+    e.node = await startRealOrHollowNode({ cp: e.cp, name: `${prefix}-node`, hollow: !CONTAINERS });
     // The CSIDriver too (the kubelet looks it up on every publish); not the DaemonSet.
     if (opts.objects !== false) {
       await apply(e.kc, manifestObjects().filter((o) => o.kind === 'CSIDriver'));
@@ -92,19 +92,10 @@ export function useRealNode(prefix: string, opts: { agentArgs?: (node: RealNode)
   afterAll(async () => {
     const code = await e.agent?.stop();
     await e.node?.stop();
-    await e.cp?.stop();
-    if (e.cp) await rm(e.cp.workDir, { recursive: true, force: true });
+    await lcp?.stop();
     if (code !== undefined && code !== 0) throw new Error(`agent exited ${code} on SIGTERM`);
   }, 300_000);
   return e;
-}
-
-async function hollowAsNode(cp: ControlPlane, name: string): Promise<RealNode> {
-  const n = await startHollowNode({ cp, name, binDir: await nodeBinaries() });
-  return {
-    name: n.name, kubeletRoot: n.kubeletRoot, workDir: path.dirname(n.kubeletRoot), logsDir: n.logsDir, stop: () => n.stop(),
-    restartKubelet: () => Promise.reject(new Error('a hollow node has no kubelet restart here')),
-  };
 }
 
 /**
