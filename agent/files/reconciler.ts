@@ -189,11 +189,19 @@ export class Reconciler implements ReflectorHandler<PodView> {
       context: this.#following.contextFor(uid, pod.metadata?.namespace ?? '', pod.metadata?.ownerReferences, this.#settings),
     });
     this.#reportResolution(t, a.errors);
+    const started = pod.status?.phase === 'Running' && t.view.status?.phase !== 'Running';
     this.#pods.setView(t, pod, a.tooLarge);
     const added = this.#pods.setVolumes(uid, t, a.volumes, refusal ? [] : this.#published.volumes(disk));
     this.#published.arrived(disk);
     if (a.tooLarge) return;
     const changed = this.#pods.setFiles(t, a.files, a.owners, this.#o.clock.now(), a.volumeFiles);
+    // A memory-backed emptyDir is a tmpfs the kubelet mounts over the directory it made first:
+    // files written in between are hidden under the mount, and no directory event says so.
+    // Containers start only once the volumes are mounted, so the first Running view checks them
+    // (news that cuts no failure's backoff short: a pending retry checks them too).
+    const mounted = started ? t.volumes.filter((v) => v.target.memory) : [];
+    for (const v of mounted) this.#pods.verify(t, v.name);
+    if (mounted.length > 0) this.#queue.addIfIdle(uid);
     // A pod waiting out a failure's backoff, or being synced now, is not run again by events
     // that change nothing it would write (status updates): only new files or a new volume are news.
     if (!this.#pods.behind(t)) return;

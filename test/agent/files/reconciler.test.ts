@@ -333,3 +333,30 @@ describe('Reconciler retries of a volume that keeps failing', () => {
     expect(k.events.sent.filter((e) => e.obj.uid === p.metadata!.uid)).toEqual([]);
   });
 });
+
+// The kubelet makes a memory-backed emptyDir's directory, then mounts a tmpfs over it: what the
+// agent writes in between is hidden, with no directory event. Mounting needs root, as the kubelet does.
+const ROOT_USER = process.getuid?.() === 0;
+if (!ROOT_USER) console.warn('NOT ROOT: the tmpfs-over-emptyDir tests of reconciler.test.ts are skipped (they mount a tmpfs)');
+describe.runIf(ROOT_USER)('a tmpfs mounted over a memory-backed emptyDir after the first write', () => {
+  it.each([
+    { what: 'the pod\'s first Running view writes every file again into the mount', running: true, want: [FILES.dependents, FILES.ownerReferences, FILES.env].sort() },
+    { what: 'until then, nothing new to write leaves the mount empty (no event says it came)', running: false, want: [] },
+  ])('$what', async ({ running, want }) => {
+    const k = agentKit();
+    const p = pod({ owners: [owner({ name: 'ds-a' })] });
+    const vol = makeVolume(k.root, p.metadata!.uid!);
+    k.reconciler.upsert({ ...p, status: { phase: 'Pending' } });
+    await waitFor(named(vol, 'ds-a'));
+    await k.reconciler.idle();
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', vol]);
+    try {
+      expect(readdirSync(vol)).toEqual([]);
+      k.reconciler.upsert({ ...p, status: { phase: running ? 'Running' : 'Pending' } });
+      await k.reconciler.idle();
+      expect(readdirSync(vol).sort()).toEqual(want);
+    } finally {
+      execFileSync('umount', [vol]);
+    }
+  });
+});
