@@ -15,9 +15,9 @@ RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY agent ./agent
 COPY projections ./projections
-# CSI mode loads its generated codec (agent/files/csi/proto/codec.js) from beside the compiled code.
+# CSI mode loads its generated codec (agent/files/csi/generated/codec.js) from beside the compiled code.
 # main.js keeps its `#!/usr/bin/env node` line; executable, it is `ownerrefs-agent` on PATH below.
-RUN npx tsc -p tsconfig.build.json && cp -R agent/files/csi/proto dist/agent/files/csi/ && chmod 755 dist/agent/main.js && npm prune --omit=dev --ignore-scripts
+RUN npx tsc -p tsconfig.build.json && cp -R agent/files/csi/generated dist/agent/files/csi/ && chmod 755 dist/agent/main.js && npm prune --omit=dev --ignore-scripts
 
 # Runtime: Node 24, production dependencies and compiled JavaScript only.
 FROM --platform=$TARGETPLATFORM ${BASE}

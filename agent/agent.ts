@@ -26,14 +26,14 @@ import { RecoveryPacer } from './kube/pacer.ts';
 import { AGENT_MAX_OWNERS, RECOVERY_SPACING_MS } from './common/defaults.ts';
 import { F } from './monitoring/logfields.ts';
 import { AgentMetrics } from './monitoring/metrics.ts';
-import { NodeConfigSource, type NodeView } from './kube/nodesource.ts';
+import { NodeConfigSource, type NodeView } from './node/nodesource.ts';
 import { AnnotationKeeper } from './annotations/keeper.ts';
 
 import { Reconciler } from './files/reconciler.ts';
 import { FsVolumeWriter, TEMP_PREFIX } from './files/volume/writer.ts';
 import { DRIVER_NAME } from '../projections/names.ts';
-import { slimView, type PodView } from './kube/podview.ts';
-import type { NodeSettings } from './kube/nodeconfig.ts';
+import { slimView, type PodView } from './node/podview.ts';
+import type { NodeSettings } from './node/nodeconfig.ts';
 import type { NodeRef } from '../projections/index.ts';
 
 export interface RunningAgent {
@@ -66,7 +66,7 @@ export async function startAgent(cfg: AgentConfig, log: Logger): Promise<Running
   }, { handshakeTimedOut: () => metrics.apiHandshakeTimeouts.inc() });
   const events = new ApiEventSink({ client, node: cfg.nodeName, log });
   // CSI mode only: its module loads gRPC, which an emptyDir-only agent should not pay for.
-  const csiMod = cfg.csiSocket ? await import('./files/csi/index.ts') : undefined;
+  const csiMod = cfg.csiSocket ? await import('./files/csi/start.ts') : undefined;
   // Owners' metadata: read for the files of nodes labelled ownerrefs.dev/follow-owners=true, and on
   // every node for pods whose spec reads a chain annotation (the workload's identity).
   const owners = new OwnerMetadataCache({

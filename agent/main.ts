@@ -32,14 +32,14 @@ async function main(argv: string[]): Promise<number> {
     return cmd === undefined ? EXIT.usage.code : EXIT.ok.code;
   }
   if (cmd === '--version' || cmd === 'version') {
-    process.stdout.write(`ownerrefs-agent ${(await import('./common/version.ts')).agentVersion()}\n`);
+    process.stdout.write(`ownerrefs-agent ${(await import('./version.ts')).agentVersion()}\n`);
     return EXIT.ok.code;
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     if (cmd === 'run') process.stdout.write(runHelp());
     else if (cmd === 'render') process.stdout.write((await import('./cli/render.ts')).RENDER_HELP);
     else if (cmd === 'inject') process.stdout.write((await import('./cli/inject.ts')).INJECT_HELP);
-    else if (cmd === 'webhook') process.stdout.write((await import('./webhook/config.ts')).webhookHelp());
+    else if (cmd === 'webhook') process.stdout.write((await import('./admission/webhook/config.ts')).webhookHelp());
     else if (cmd === 'doctor') process.stdout.write((await import('./cli/doctor.ts')).DOCTOR_HELP);
     else return unknownCommand(cmd);
     return EXIT.ok.code;
@@ -96,8 +96,8 @@ async function doctor(argv: string[]): Promise<number> {
 
 /** The webhook is its own process (a Deployment): none of its code loads in `run`. */
 async function serveWebhook(argv: string[]): Promise<number> {
-  const { parseWebhookConfig } = await import('./webhook/config.ts');
-  const { startWebhook } = await import('./webhook/command.ts');
+  const { parseWebhookConfig } = await import('./admission/webhook/config.ts');
+  const { startWebhook } = await import('./admission/webhook/command.ts');
   const cfg = parseWebhookConfig(argv, process.env);
   const log = pino({ level: cfg.logLevel, base: { component: 'webhook' }, serializers: { err: serializeErr } });
   const webhook = await startWebhook(cfg, log);

@@ -32,7 +32,7 @@ import { agentKubeconfig, apply, startAgentProcess, type AgentProcess } from '..
 import { startHollowFleet, startLocalControlPlane, type HollowFleet } from '../localcluster/clusters.ts';
 import type { HollowNode } from '../localcluster/node/hollow.ts';
 import { waitFor } from '../localcluster/wait.ts';
-import { podinfoDaemonSet } from '../test/support/e2e.ts';
+import { podinfoDaemonSet } from '../localcluster/workloads.ts';
 import { buildAgent } from './support/agent.ts';
 import { createAgentFlowSchema, MERGE } from './support/cluster.ts';
 import { apiServer, describeWindow, measureWindow, watchCost, type WatchCost, type Window } from './support/fleet/apiserver.ts';

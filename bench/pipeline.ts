@@ -19,7 +19,7 @@ import { AgentMetrics } from '../agent/monitoring/metrics.ts';
 
 import { Reconciler } from '../agent/files/reconciler.ts';
 import { FsVolumeWriter } from '../agent/files/volume/writer.ts';
-import { type PodView } from '../agent/kube/podview.ts';
+import { type PodView } from '../agent/node/podview.ts';
 
 // Numbers are sizes; "watch" or "none" runs only that watcher (one per process gives
 // clean RSS figures: RSS does not shrink back between runs in one process).

@@ -24,8 +24,8 @@ import { AppsV1Api, CoreV1Api, KubeConfig, type KubernetesObject, type V1Pod } f
 import { parseAllDocuments } from 'yaml';
 import { apply } from '../localcluster/agentproc.ts';
 import { startWebhook } from '../localcluster/webhookproc.ts';
-import { mutate } from '../agent/webhook/objects.ts';
-import { applyPatch } from '../agent/webhook/patch.ts';
+import { mutate } from '../agent/admission/webhook/objects.ts';
+import { applyPatch } from '../agent/cli/patch.ts';
 import type { BenchCluster } from './support/cluster.ts';
 import { NS, startBenchCluster } from './support/cluster.ts';
 import { loadavg, machine } from './support/machine.ts';

@@ -51,7 +51,7 @@ export const ANNOTATION_MIRROR = 'kubernetes.io/config.mirror';
 export const DRIVER_NAME = 'ownerrefs.dev';
 export const DOWNWARD_API_ATTRIBUTE = 'downwardAPI';
 
-/** Node labels that configure the agent on that node (kube/nodeconfig.ts says what each does). */
+/** Node labels that configure the agent on that node (node/nodeconfig.ts says what each does). */
 export const NODE_LABEL = {
   paused: 'ownerrefs.dev/paused',
   envFile: 'ownerrefs.dev/env-file',

@@ -30,9 +30,9 @@ import { realClock, type Clock } from '../common/clock.ts';
 import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS, THROTTLED_DOUBLINGS, THROTTLED_RETRY_MS } from '../common/defaults.ts';
 import { TokenBucket } from '../common/ratelimit.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
-import { refusalOf } from '../kube/refusal.ts';
+import { refusalOf } from './refusal.ts';
 import type { EventSink, InvolvedObject } from '../kube/events.ts';
-import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS, type NodeSettings } from '../node/nodeconfig.ts';
 import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
 import type { ReflectorHandler } from '../kube/reflectorcontract.ts';
 import { F } from '../monitoring/logfields.ts';
@@ -41,7 +41,7 @@ import { OwnerFollowing } from '../owners/following.ts';
 
 import { WorkQueue } from '../common/queue.ts';
 import { type AnnotationKey } from '../../projections/names.ts';
-import { type PodView } from '../kube/podview.ts';
+import { type PodView } from '../node/podview.ts';
 
 export const REASON_ANNOTATION_FAILED = 'OwnerRefsAnnotationFailed';
 

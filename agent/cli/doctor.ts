@@ -8,7 +8,7 @@
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { NODE_NAME_EXTRA } from '../manifests/agentpolicy.ts';
-import { settingsFromLabels } from '../kube/nodeconfig.ts';
+import { settingsFromLabels } from '../node/nodeconfig.ts';
 import type { ApiClient } from '../kube/client.ts';
 import { ApiError } from '../kube/client.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';

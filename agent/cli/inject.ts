@@ -9,11 +9,11 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/errors.ts';
 import { displayName, oneLine } from '../common/validation.ts';
-import { mutate } from '../webhook/objects.ts';
-import { workloadKindNamed } from '../kube/workloadkinds.ts';
-import { applyPatch } from '../webhook/patch.ts';
-import { readYamlDocuments, writeYaml, YamlDocumentError } from './kubectlyaml.ts';
-import { decodeUtf8, InputError, readInput, yamlFailure } from './podinput.ts';
+import { mutate } from '../admission/webhook/objects.ts';
+import { workloadKindNamed } from '../../projections/workloadkinds.ts';
+import { applyPatch } from './patch.ts';
+import { readYamlDocuments, writeYaml, YamlDocumentError } from './input/kubectlyaml.ts';
+import { decodeUtf8, InputError, readInput, yamlFailure } from './input/podinput.ts';
 import { ANNOTATIONS } from '../../projections/names.ts';
 import { isRecord } from '../../projections/types.ts';
 

@@ -11,14 +11,14 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { MAX_BYTES } from '../common/defaults.ts';
 import { ConfigError, eventText, ProjectionError } from '../common/errors.ts';
-import { DEFAULT_SETTINGS } from '../kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS } from '../node/nodeconfig.ts';
 import { describe, isDns1123Label, oneLine } from '../common/validation.ts';
 
 import { admit } from '../files/admission.ts';
 
 import { FsVolumeWriter } from '../files/volume/writer.ts';
 import { parseQuantity } from '../../projections/quantity.ts';
-import { InputError, parsePod, readInput } from './podinput.ts';
+import { InputError, parsePod, readInput } from './input/podinput.ts';
 import { DRIVER_NAME, ANNOTATION_VOLUME } from '../../projections/names.ts';
 
 export const RENDER_HELP = `Usage: ownerrefs-agent render [--out DIR] [--volume NAME] [--node-name NAME] [--allocatable cpu=Q,memory=Q] [--no-env-file] [--no-dependents-file] [--no-node-file] [--max-bytes N] [FILE|-]

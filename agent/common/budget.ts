@@ -1,5 +1,5 @@
 // Bytes that several readers hold at once under one bound: the CSI socket's requests in
-// flight (csi/grpc.ts) and the webhook's bodies being read (webhook/server.ts). Each reader
+// flight (csi/grpc.ts) and the webhook's bodies being read (admission/webhook/server.ts). Each reader
 // keeps count of what it took and gives exactly that back when it is done.
 
 export class ByteBudget {

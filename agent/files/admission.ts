@@ -6,13 +6,13 @@
 
 import { ProjectionError } from '../common/errors.ts';
 import { describe } from '../common/validation.ts';
-import type { NodeSettings } from '../kube/nodeconfig.ts';
+import type { NodeSettings } from '../node/nodeconfig.ts';
 import { checkSource, DownwardAPIError, renderDownwardAPI, type DownwardAPISource, type ResourceList } from '../../projections/downwardapi.ts';
 import { FILES, ownersOf, project, type OwnerReference, type ProjectedFile, type ProjectionContext } from '../../projections/index.ts';
 import { optedIn, resolveVolumes, usesCsiDriver, type ResolvedVolume } from './volume/resolve.ts';
 
 import { ANNOTATION_MIRROR, DOWNWARD_API_ATTRIBUTE } from '../../projections/names.ts';
-import { type PodView } from '../kube/podview.ts';
+import { type PodView } from '../node/podview.ts';
 
 export interface AdmissionOptions {
   kubeletRoot: string;

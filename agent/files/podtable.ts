@@ -18,7 +18,7 @@ import type { DirWatcher } from './volume/dirwatch.ts';
 import type { ResolvedVolume } from './volume/resolve.ts';
 import type { VolumeTarget } from './volume/writer.ts';
 import { joinUnder } from './volume/dirfd.ts';
-import { slimView, type PodView } from '../kube/podview.ts';
+import { slimView, type PodView } from '../node/podview.ts';
 
 /** A volume's own files (downwardAPI items) and their fingerprint, or why they are refused. */
 export type VolumeFiles = { files: readonly ProjectedFile[]; fingerprint: string } | { refused: ProjectionError };

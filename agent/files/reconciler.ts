@@ -14,7 +14,7 @@ import { admit, filesTurnedOff } from './admission.ts';
 import { realClock, type Clock } from '../common/clock.ts';
 import type { DirWatchEvents, DirWatcher } from './volume/dirwatch.ts';
 import { ProjectionError } from '../common/errors.ts';
-import { DiskClaims } from './volume/diskclaims.ts';
+import { DiskClaims } from './diskclaims.ts';
 import { DirLocks } from './volume/dirlocks.ts';
 import { PublishedTargets } from './published.ts';
 import { VolumeSync } from './volumesync.ts';
@@ -22,7 +22,7 @@ import type { EventSink, InvolvedObject } from '../kube/events.ts';
 import type { ReflectorHandler } from '../kube/reflectorcontract.ts';
 import { F } from '../monitoring/logfields.ts';
 import type { AgentMetrics } from '../monitoring/metrics.ts';
-import { DEFAULT_SETTINGS, type NodeSettings } from '../kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS, type NodeSettings } from '../node/nodeconfig.ts';
 import { WorkQueue } from '../common/queue.ts';
 import { PodTable, dirOf, fingerprintFor, podKey, refusedIn, type Tracked } from './podtable.ts';
 import type { ResourceList } from '../../projections/downwardapi.ts';
@@ -39,7 +39,7 @@ import { Slices } from './slices.ts';
 const DELETED_REMEMBERED = 4_096;
 import type { VolumeTarget, VolumeWriter } from './volume/writer.ts';
 import { ANNOTATION_MIRROR } from '../../projections/names.ts';
-import type { PodView } from '../kube/podview.ts';
+import type { PodView } from '../node/podview.ts';
 
 export interface ReconcilerOptions {
   /** Absolute (config.ts resolves it): directory events and the pod table compare paths below it. */

@@ -16,7 +16,7 @@
 
 import { REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 import { ANNOTATION_KEYS, ANNOTATION_VOLUME, annotationField, DRIVER_NAME, FORBID_LABEL } from '../../projections/names.ts';
-import { rulesByGroup, WORKLOAD_KINDS } from '../kube/workloadkinds.ts';
+import { rulesByGroup, WORKLOAD_KINDS } from '../../projections/workloadkinds.ts';
 import { celPath, celString, specUses } from './cel.ts';
 import { validatingPolicy } from './vap.ts';
 

@@ -1,6 +1,6 @@
 // The MutatingWebhookConfiguration, built here so that the manifest in the repository,
 // the tests and the code agree on one object (a test compares webhook.yaml with it), from
-// the workload-kind table (kube/workloadkinds.ts): one webhook per place a pod spec lives.
+// the workload-kind table (projections/workloadkinds.ts): one webhook per place a pod spec lives.
 //
 // matchConditions make the API server call the webhook only for objects that use the KEP
 // syntax, for Pods whose spec reads one of our annotations (a workload's pods, once the
@@ -13,7 +13,7 @@
 import { REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 import { ANNOTATION_KEYS, annotationField, WEBHOOK_CONFIG_NAME, WEBHOOK_NAMESPACE } from '../../projections/names.ts';
 import { WEBHOOK_TIMEOUT_SECONDS } from '../common/defaults.ts';
-import { rulesByGroup, WORKLOAD_KINDS, type WorkloadKind } from '../kube/workloadkinds.ts';
+import { rulesByGroup, WORKLOAD_KINDS, type WorkloadKind } from '../../projections/workloadkinds.ts';
 import { celPath, celString, specUses } from './cel.ts';
 
 /** Field paths only the rewrite makes valid; and those, plus the annotations they become, for Pods. */

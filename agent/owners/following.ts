@@ -4,7 +4,7 @@
 // the pods it concerns, and a thousand pods of one ReplicaSet cost one read.
 
 import type { NodeRef, OwnerReference, ProjectionContext } from '../../projections/index.ts';
-import type { NodeSettings } from '../kube/nodeconfig.ts';
+import type { NodeSettings } from '../node/nodeconfig.ts';
 import type { OwnerMetadataCache } from './ownermeta.ts';
 import { walkChain } from './chain.ts';
 

@@ -27,7 +27,7 @@ import { Backoff, type Clock } from '../common/clock.ts';
 import { ConfigError } from '../common/errors.ts';
 import { F } from '../monitoring/logfields.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
-import { WORKLOAD_KINDS } from '../kube/workloadkinds.ts';
+import { WORKLOAD_KINDS } from '../../projections/workloadkinds.ts';
 
 export interface FollowedKind {
   group: string;

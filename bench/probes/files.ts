@@ -119,7 +119,7 @@ serve({
     landed = new Map();
     quiet = m.quiet === true;
     // Checked once, in the kubelet root (<root>/pods/<uid>/volumes/<plugin>/<volume>), outside every pod's directory.
-    const root = items[0] ? path.resolve(items[0].dir, '../../../../..') : undefined;
+    const root = items[0] ? path.resolve(items[0].dir, '../../../..') : undefined;
     if (quiet && root && !checkedFine.has(root)) {
       if (!fineCtimes(root)) throw new Error(`the quiet probe measures by ctime, and renames under ${root} get coarse ones (no multigrain timestamps, Linux 6.13+): run with --no-quiet-probe`);
       checkedFine.add(root);

@@ -1,5 +1,5 @@
 // The second mutating webhook of bench/surge.ts: a cluster's other webhook (a policy engine
-// stamping a label on every pod), test/support/testwebhook.ts's, matching every pod of the
+// stamping a label on every pod), localcluster/testwebhook.ts's, matching every pod of the
 // bench namespace, the floor's included: so the floor is the API server with that webhook,
 // and "added" is ours beside it. Named to sort before ours (the API server calls mutating
 // webhooks in name order, as with most such webhooks, which sort before "ownerrefs.dev"),
@@ -11,7 +11,7 @@
 
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { KubeConfig } from '@kubernetes/client-node';
-import { pointer, startTestWebhook } from '../../test/support/testwebhook.ts';
+import { pointer, startTestWebhook } from '../../localcluster/testwebhook.ts';
 
 export const OTHER_WEBHOOK = 'bench-labeler';
 const LABEL = 'bench.ownerrefs.dev/labelled';

@@ -4,9 +4,9 @@
 
 import { stringify } from 'yaml';
 import { MAX_VOLUMES_PER_POD } from '../../agent/files/volume/resolve.ts';
-import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
-import { RETIRE_MS } from '../../agent/webhook/certs.ts';
-import { WEBHOOK_FLAGS } from '../../agent/webhook/config.ts';
+import { NODE_LABELS } from '../../agent/node/nodeconfig.ts';
+import { RETIRE_MS } from '../../agent/admission/webhook/certs.ts';
+import { WEBHOOK_FLAGS } from '../../agent/admission/webhook/config.ts';
 import { annotationValue, CHAIN_KEYS, REWRITTEN_FIELDS } from '../../projections/annotations.ts';
 import { FILES } from '../../projections/index.ts';
 import { code, describeAll, header, table } from './common.ts';
@@ -57,7 +57,7 @@ export function annotationsPage(): string {
     return [code(key), readWith(key), value, setBy(key)];
   });
   const secret = WEBHOOK_FLAGS.secret.def;
-  return `${header(['projections/annotations.ts', 'agent/files/volume/resolve.ts', 'agent/webhook/certs.ts'])}
+  return `${header(['projections/annotations.ts', 'agent/files/volume/resolve.ts', 'agent/admission/webhook/certs.ts'])}
 # Annotations
 
 Every annotation under \`ownerrefs.dev/\`. Node and namespace labels: [node-labels.md](node-labels.md).

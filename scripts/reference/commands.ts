@@ -5,7 +5,7 @@ import { DOCTOR_HELP } from '../../agent/cli/doctor.ts';
 import { EXIT_DENIED, INJECT_HELP } from '../../agent/cli/inject.ts';
 import { EXIT_REFUSED, RENDER_HELP } from '../../agent/cli/render.ts';
 import { COMMANDS, EXIT, mainHelp, RUN_FLAGS, runHelp } from '../../agent/config.ts';
-import { WEBHOOK_FLAGS, webhookHelp } from '../../agent/webhook/config.ts';
+import { WEBHOOK_FLAGS, webhookHelp } from '../../agent/admission/webhook/config.ts';
 import { block, code, describeAll, header, sentence, table } from './common.ts';
 
 interface Flag {
@@ -49,7 +49,7 @@ export function commandLinePage(): string {
     if (d.flags) parts.push(flagTable(d.flags));
     return parts.join('\n\n');
   });
-  return `${header(['agent/config.ts', 'agent/webhook/config.ts', 'agent/cli/render.ts', 'agent/cli/inject.ts', 'agent/cli/doctor.ts'])}
+  return `${header(['agent/config.ts', 'agent/admission/webhook/config.ts', 'agent/cli/render.ts', 'agent/cli/inject.ts', 'agent/cli/doctor.ts'])}
 # Command line
 
 \`ownerrefs-agent\` is one program with a command for each role. In the image it is on

@@ -4,7 +4,7 @@
 
 import { SYNC_RETRY } from '../../agent/common/defaults.ts';
 import { RUN_FLAGS } from '../../agent/config.ts';
-import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
+import { NODE_LABELS } from '../../agent/node/nodeconfig.ts';
 import { RETRY_MAX_MS, RETRY_MS } from '../../agent/owners/ownermeta.ts';
 import { MAX_CHAIN } from '../../agent/owners/chain.ts';
 
@@ -70,7 +70,7 @@ export function filesPage(): string {
   const ends = Object.entries(CHAIN_END_REASONS) as [ChainEnd, string][];
   const unsettled = ends.filter(([r]) => kept(r)).map(([r]) => code(r));
   const itemFields = [[OWNER_REFERENCES_FIELD, FILES.ownerReferences], ...Object.entries(EXTENSION_FIELDS).map(([k, f]) => [f, FILES[k as keyof typeof EXTENSION_FIELDS]])];
-  return `${header(['projections/index.ts', 'projections/chain.ts', 'agent/kube/nodeconfig.ts'])}
+  return `${header(['projections/index.ts', 'projections/chain.ts', 'agent/node/nodeconfig.ts'])}
 # Files
 
 What the agent keeps in each volume a pod opts in with: the \`emptyDir\` volumes its

@@ -2,14 +2,14 @@
 // the namespace label of the policy that forbids reading owners.
 
 import { REASON_INVALID_NODE_LABEL } from '../../agent/kube/events.ts';
-import { NODE_LABELS } from '../../agent/kube/nodeconfig.ts';
+import { NODE_LABELS } from '../../agent/node/nodeconfig.ts';
 import { FORBID_POLICY_NAME } from '../../agent/manifests/forbidpolicy.ts';
 import { code, header, sentence, table } from './common.ts';
 import { FORBID_LABEL } from '../../projections/names.ts';
 
 export function nodeLabelsPage(): string {
   const follow = NODE_LABELS.find((l) => l.key === 'followOwners')!.label;
-  return `${header(['agent/kube/nodeconfig.ts', 'agent/manifests/forbidpolicy.ts'])}
+  return `${header(['agent/node/nodeconfig.ts', 'agent/manifests/forbidpolicy.ts'])}
 # Node and namespace labels
 
 ## Node labels

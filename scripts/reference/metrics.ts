@@ -8,10 +8,10 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { RUN_FLAGS } from '../../agent/config.ts';
-import { startCsi } from '../../agent/files/csi/index.ts';
+import { startCsi } from '../../agent/files/csi/start.ts';
 import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
-import { WEBHOOK_FLAGS } from '../../agent/webhook/config.ts';
-import { webhookMetrics } from '../../agent/webhook/command.ts';
+import { WEBHOOK_FLAGS } from '../../agent/admission/webhook/config.ts';
+import { webhookMetrics } from '../../agent/admission/webhook/command.ts';
 import { code, header, sentence, table } from './common.ts';
 
 interface Row {
@@ -73,7 +73,7 @@ export async function metricsPage(): Promise<string> {
   const agentDefaults = defaultFamilies(new AgentMetrics().registry, agentOwn);
   const webhookOwn = webhookMetrics(() => 0, { processMetrics: false }).registry;
   const webhookDefaults = defaultFamilies(webhookMetrics(() => 0).registry, webhookOwn);
-  return `${header(['agent/monitoring/metrics.ts', 'agent/files/csi/index.ts', 'agent/webhook/command.ts'])}
+  return `${header(['agent/monitoring/metrics.ts', 'agent/files/csi/start.ts', 'agent/admission/webhook/command.ts'])}
 # Metrics
 
 Both processes serve Prometheus' text format at \`/metrics\`, on the plain-HTTP port that also

@@ -16,7 +16,7 @@ import { mergePatch } from '../../localcluster/patch.ts';
 import { startWebhook, type WebhookProcess } from '../../localcluster/webhookproc.ts';
 import { ROOT, yamlBlocks } from '../support/docblocks.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
-import { pointer, startTestWebhook, type AdmissionRequest, type JsonPatchOp } from '../support/testwebhook.ts';
+import { pointer, startTestWebhook, type AdmissionRequest, type JsonPatchOp } from '../../localcluster/testwebhook.ts';
 
 const OWNERS = 'ownerrefs.dev/owner-references';
 const OTEL_SDK = path.join(ROOT, 'test', 'support', 'otel', 'detect.mjs');

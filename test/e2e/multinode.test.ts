@@ -13,7 +13,8 @@ import { tailLogs } from '../../localcluster/controlplane/logs.ts';
 import type { HollowNode } from '../../localcluster/node/hollow.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { waitFor } from '../../localcluster/wait.ts';
-import { items, podinfoDaemonSet } from '../support/e2e.ts';
+import { podinfoDaemonSet } from '../../localcluster/workloads.ts';
+import { items } from '../support/e2e.ts';
 
 const NODES = 3;
 

@@ -41,7 +41,7 @@ describe('the alert rules', () => {
 
   it('name only metrics the agent or the webhook exports (or the API server and kube-state-metrics do)', async () => {
     const agent = (await new AgentMetrics().registry.getMetricsAsJSON()).map((m) => m.name);
-    const webhookTs = readFileSync(path.join(ROOT, 'agent', 'webhook', 'command.ts'), 'utf8');
+    const webhookTs = readFileSync(path.join(ROOT, 'agent', 'admission', 'webhook', 'command.ts'), 'utf8');
     const webhook = [...webhookTs.matchAll(/name: '(ownerrefs_webhook_[a-z_]+)'/g)].map((m) => m[1]!);
     const known = new Set([...agent, ...webhook]);
     const others = /^(up|apiserver_admission_webhook_[a-z_]+|kube_daemonset_[a-z_]+|kube_deployment_[a-z_]+)$/;

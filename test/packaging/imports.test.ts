@@ -35,7 +35,7 @@ describe('the agent module graph', () => {
     ['the YAML parser (only a kubeconfig file needs it)', /node_modules\/yaml\//],
     ['gRPC (only CSI mode needs it)', /agent\/files\/csi\/|node_modules\/(@grpc|protobufjs)\//],
     ['the certificate library (only the webhook needs it)', /node_modules\/(@peculiar|reflect-metadata|tsyringe)\//],
-    ['the webhook', /agent\/webhook\//],
+    ['the webhook', /agent\/admission\/webhook\//],
   ])('does not load %s', (_what, pattern) => {
     expect(files.filter((f) => pattern.test(f))).toEqual([]);
   });
@@ -52,7 +52,7 @@ describe('the agent module graph', () => {
 });
 
 describe('the CSI module graph (loaded with --csi-socket)', () => {
-  const { builtins, files } = loaded(path.join('agent', 'files', 'csi', 'index.ts'));
+  const { builtins, files } = loaded(path.join('agent', 'files', 'csi', 'start.ts'));
 
   // gRPC is served by agent/files/csi/grpc.ts over node:http2: @grpc/grpc-js cost 3 MiB more.
   it('serves gRPC without @grpc/grpc-js or a .proto parser', () => {
@@ -81,7 +81,7 @@ describe('render module graph', () => {
 
 // The webhook points the KEP's syntax at annotations: nothing of the CSI driver is its.
 describe('the webhook module graph', () => {
-  const { builtins, files } = loaded(path.join('agent', 'webhook', 'objects.ts'));
+  const { builtins, files } = loaded(path.join('agent', 'admission', 'webhook', 'objects.ts'));
 
   it('loads nothing of agent/files/csi/ and no HTTP/2', () => {
     expect(files.filter((f) => /agent\/files\/csi\//.test(f))).toEqual([]);
@@ -89,6 +89,6 @@ describe('the webhook module graph', () => {
   });
 
   it('does load its own modules (the check above can see agent/)', () => {
-    expect(files.some((f) => /agent\/webhook\/podspec\.ts/.test(f))).toBe(true);
+    expect(files.some((f) => /agent\/admission\/webhook\/podspec\.ts/.test(f))).toBe(true);
   });
 });

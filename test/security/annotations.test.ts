@@ -14,7 +14,7 @@ import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
 import { waitFor } from '../../localcluster/wait.ts';
 import { deepSnapshot } from './support.ts';
-import { type PodView } from '../../agent/kube/podview.ts';
+import { type PodView } from '../../agent/node/podview.ts';
 
 const FIX = {
   InvalidAnnotation: /set it to the name of an emptyDir volume/,

@@ -17,7 +17,7 @@ import { agentKit } from '../support/agentkit.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { makeVolume } from '../support/tmpdir.ts';
 import { waitFor } from '../../localcluster/wait.ts';
-import { type PodView } from '../../agent/kube/podview.ts';
+import { type PodView } from '../../agent/node/podview.ts';
 
 interface Posted { path: string; body: { message: string; reason: string; involvedObject: { name: string } } }
 

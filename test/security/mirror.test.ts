@@ -107,7 +107,7 @@ describe('a hostile kubernetes.io/config.mirror value', () => {
     })]);
   });
 
-  // Regression (was a defect; fixed by agent/files/volume/diskclaims.ts; same root cause, CSI mode): Reconciler.#track does #byDisk.set(diskUid, uid), last
+  // Regression (was a defect; fixed by agent/files/diskclaims.ts; same root cause, CSI mode): Reconciler.#track does #byDisk.set(diskUid, uid), last
   // pod wins, and publish() serves whatever pod #byDisk names. A pod with the driver's inline
   // volume and kubernetes.io/config.mirror set to the victim's UID, seen after the victim, so
   // captures the victim's CSI volume: the kubelet's NodePublishVolume for the victim gets the

@@ -10,7 +10,7 @@ import { Reflector } from '../../agent/kube/reflector.ts';
 import { FILES, project } from '../../projections/index.ts';
 import { owner, pod } from '../support/fixtures.ts';
 import { waitFor } from '../../localcluster/wait.ts';
-import { type PodView } from '../../agent/kube/podview.ts';
+import { type PodView } from '../../agent/node/podview.ts';
 
 /** One watch stream the test writes raw bytes into. */
 class OneStream implements ApiClient {

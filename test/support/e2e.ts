@@ -4,7 +4,7 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, type KubeConfig, type V1DaemonSet, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { tailLogs } from '../../localcluster/controlplane/logs.ts';
 import type { ControlPlane } from '../../localcluster/controlplane/controlplane.ts';
@@ -119,25 +119,6 @@ export function useE2E(prefix: string, opts: E2EOptions = {}): E2E {
     if (left) throw new Error('this file left the MutatingWebhookConfiguration ownerrefs.dev on the shared API server: end its webhook with WebhookProcess.remove()');
   });
   return e;
-}
-
-/** A DaemonSet whose pods opt in with an emptyDir "podinfo". */
-export function podinfoDaemonSet(name: string, labels: Record<string, string> = { app: name }): V1DaemonSet {
-  return {
-    metadata: { name },
-    spec: {
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels, annotations: { 'ownerrefs.dev/volume': 'podinfo' } },
-        spec: {
-          tolerations: [{ operator: 'Exists' }],
-          terminationGracePeriodSeconds: 0,
-          containers: [{ name: 'app', image: 'busybox', volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo', readOnly: true }] }],
-          volumes: [{ name: 'podinfo', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }],
-        },
-      },
-    },
-  };
 }
 
 /** Items of a KEP document. */

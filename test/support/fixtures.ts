@@ -1,7 +1,7 @@
 // Shared fixture builders for unit tests.
 
 import { project, type OwnerReference, type ProjectedFile } from '../../projections/index.ts';
-import { type PodView } from '../../agent/kube/podview.ts';
+import { type PodView } from '../../agent/node/podview.ts';
 
 export function owner(over: Partial<OwnerReference> = {}): OwnerReference {
   return {

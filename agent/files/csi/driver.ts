@@ -19,7 +19,7 @@ import type * as M from './messages.ts';
 import { parseTargetPath } from './paths.ts';
 import { RpcError } from './status.ts';
 import { DOWNWARD_API_ATTRIBUTE, DRIVER_NAME } from '../../../projections/names.ts';
-import { type PodView } from '../../kube/podview.ts';
+import { type PodView } from '../../node/podview.ts';
 
 /** Pod-info keys the kubelet adds to the volume context when the CSIDriver has podInfoOnMount. */
 export const POD_INFO = {

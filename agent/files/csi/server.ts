@@ -2,7 +2,7 @@
 // node:http2, with gRPC's framing and statuses from grpc.ts, and turns thrown errors into
 // statuses.
 //
-// Only agent/files/csi/index.ts imports this, and agent.ts imports that one dynamically when
+// Only agent/files/csi/start.ts imports this, and agent.ts imports that one dynamically when
 // --csi-socket is set: an agent in emptyDir mode never loads HTTP/2 (memory).
 
 import fs from 'node:fs/promises';

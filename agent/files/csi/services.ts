@@ -5,8 +5,8 @@
 // test/agent/files/csi/services.test.ts holds this table against the .proto files' services.
 
 import protobuf from 'protobufjs/minimal.js';
-import * as codec from './proto/codec.js';
-import type { MessageType } from './proto/codec.js';
+import * as codec from './generated/codec.js';
+import type { MessageType } from './generated/codec.js';
 
 /** One unary rpc: where it is served, its request decoded, its response encoded. */
 export interface Rpc {

@@ -4,7 +4,7 @@
 import { ProjectionError } from '../../common/errors.ts';
 import { describe, isDns1123Label, isValidPodUID } from '../../common/validation.ts';
 import type { VolumeTarget } from './writer.ts';
-import type { PodVolumesView } from '../../kube/podview.ts';
+import type { PodVolumesView } from '../../node/podview.ts';
 import { ANNOTATION_MIRROR, ANNOTATION_VOLUME } from '../../../projections/names.ts';
 
 export const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AnnotationKeeper, REASON_ANNOTATION_FAILED } from '../../../agent/annotations/keeper.ts';
 import { ApiError } from '../../../agent/kube/client.ts';
-import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/node/nodeconfig.ts';
 import { AgentMetrics } from '../../../agent/monitoring/metrics.ts';
 
 import { renderOwnerReferencesJson } from '../../../projections/ownerreferences.ts';
@@ -9,7 +9,7 @@ import type { OwnerReference } from '../../../projections/types.ts';
 import { memoryLogger, RecordingEvents } from '../../support/agentkit.ts';
 import { FakeClock } from '../../support/clock.ts';
 import { KEP_OWNERS } from '../../support/fixtures.ts';
-import { type PodView } from '../../../agent/kube/podview.ts';
+import { type PodView } from '../../../agent/node/podview.ts';
 
 const O = 'ownerrefs.dev/owner-references';
 const N = 'ownerrefs.dev/node-owner-references';

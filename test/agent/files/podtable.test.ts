@@ -1,10 +1,10 @@
 import { annotationsRead } from '../../../projections/annotations.ts';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/node/nodeconfig.ts';
 import { admit } from '../../../agent/files/admission.ts';
 import { PodTable, dirOf } from '../../../agent/files/podtable.ts';
 import type { ResolvedVolume } from '../../../agent/files/volume/resolve.ts';
-import { slimView, type PodView } from '../../../agent/kube/podview.ts';
+import { slimView, type PodView } from '../../../agent/node/podview.ts';
 
 /** A table whose directory watches and gauges are plain records, to look at after each step. */
 function table() {

@@ -15,7 +15,7 @@ import { agentKit, memoryLogger, RecordingEvents } from '../../support/agentkit.
 import { owner, pod } from '../../support/fixtures.ts';
 import { makeVolume, tmpDir } from '../../support/tmpdir.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
-import { type PodView } from '../../../agent/kube/podview.ts';
+import { type PodView } from '../../../agent/node/podview.ts';
 
 const DRIVER = 'ownerrefs.dev';
 const csiVolume = (driver = DRIVER) => ({ name: 'podinfo', csi: { driver, readOnly: true } });

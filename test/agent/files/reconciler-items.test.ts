@@ -13,7 +13,7 @@ import { FILES } from '../../../projections/index.ts';
 import { waitFor } from '../../../localcluster/wait.ts';
 import { agentKit } from '../../support/agentkit.ts';
 import { owner, pod } from '../../support/fixtures.ts';
-import { type PodView } from '../../../agent/kube/podview.ts';
+import { type PodView } from '../../../agent/node/podview.ts';
 
 const DRIVER = 'ownerrefs.dev';
 const SOURCE: DownwardAPISource = {

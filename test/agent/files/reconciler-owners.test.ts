@@ -7,7 +7,7 @@ import { targetFor } from '../../../agent/files/csi/paths.ts';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ApiError, type ApiClient } from '../../../agent/kube/client.ts';
-import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/node/nodeconfig.ts';
 import { BUILTIN_KINDS, OwnerMetadataCache } from '../../../agent/owners/ownermeta.ts';
 import { realClock } from '../../../agent/common/clock.ts';
 import { FILES } from '../../../projections/index.ts';
@@ -15,7 +15,7 @@ import { waitFor } from '../../../localcluster/wait.ts';
 import { agentKit, memoryLogger } from '../../support/agentkit.ts';
 import { owner, pod } from '../../support/fixtures.ts';
 import { makeVolume } from '../../support/tmpdir.ts';
-import { type PodView } from '../../../agent/kube/podview.ts';
+import { type PodView } from '../../../agent/node/podview.ts';
 
 const RS = '/apis/apps/v1/namespaces/default/replicasets/web-5d8f';
 const DEP = '/apis/apps/v1/namespaces/default/deployments/web';

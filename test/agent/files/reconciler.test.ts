@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/node/nodeconfig.ts';
 import { FILES } from '../../../projections/index.ts';
 import { ProjectionError } from '../../../agent/common/errors.ts';
 import { FsVolumeWriter, type VolumeWriter } from '../../../agent/files/volume/writer.ts';

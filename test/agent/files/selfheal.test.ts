@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { filesTurnedOff } from '../../../agent/files/admission.ts';
-import { DEFAULT_SETTINGS } from '../../../agent/kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS } from '../../../agent/node/nodeconfig.ts';
 import { PodTable, dirOf } from '../../../agent/files/podtable.ts';
 import { SelfHeal } from '../../../agent/files/selfheal.ts';
 import { DirLocks } from '../../../agent/files/volume/dirlocks.ts';

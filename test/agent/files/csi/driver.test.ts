@@ -7,9 +7,9 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startCsi, type RunningCsi } from '../../../../agent/files/csi/index.ts';
+import { startCsi, type RunningCsi } from '../../../../agent/files/csi/start.ts';
 import { ApiError } from '../../../../agent/kube/client.ts';
-import { DEFAULT_SETTINGS } from '../../../../agent/kube/nodeconfig.ts';
+import { DEFAULT_SETTINGS } from '../../../../agent/node/nodeconfig.ts';
 
 import { FILES, project } from '../../../../projections/index.ts';
 import { agentKit } from '../../../support/agentkit.ts';
@@ -17,7 +17,7 @@ import { csiClient, DRIVER, kubeletPrepare } from '../../../support/csi.ts';
 import { owner, pod } from '../../../support/fixtures.ts';
 import { snapshot, tmpDir } from '../../../support/tmpdir.ts';
 import { waitFor } from '../../../../localcluster/wait.ts';
-import { type PodView } from '../../../../agent/kube/podview.ts';
+import { type PodView } from '../../../../agent/node/podview.ts';
 
 const NODE = 'node-a';
 const running: RunningCsi[] = [];

@@ -1,5 +1,5 @@
 // The agent's CSI services (agent/files/csi/services.ts, over the static codec generated into
-// agent/files/csi/proto/codec.js) against the .proto files as @grpc/proto-loader reads them: the
+// agent/files/csi/generated/codec.js) against the .proto files as @grpc/proto-loader reads them: the
 // same rpcs at the same paths, the same bytes on the wire, the same decoded objects.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
