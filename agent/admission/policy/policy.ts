@@ -21,7 +21,7 @@ import { REWRITTEN_FIELDS } from '../../../projections/annotations.ts';
 import { ANNOTATION_KEYS, ANNOTATIONS, annotationField, WEBHOOK_CONFIG_NAME, type AnnotationKey } from '../../../projections/names.ts';
 import { rulesByGroup, WORKLOAD_KINDS, type WorkloadKind } from '../../../projections/workloadkinds.ts';
 import { MATCH } from '../../manifests/webhookconfig.ts';
-import { celGoString, celLiteral, celOwnerReferencesJson } from './celjson.ts';
+import { celLiteral, celOwnerReferencesJson } from './celjson.ts';
 
 export const POLICY_API_VERSION = 'admissionregistration.k8s.io/v1';
 
