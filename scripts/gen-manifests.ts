@@ -13,6 +13,7 @@ import { stringify } from 'yaml';
 import { agentPolicy } from '../agent/manifests/agentpolicy.ts';
 import { annotationWritersPolicy } from '../agent/manifests/writerspolicy.ts';
 import { forbidReadingPolicy } from '../agent/manifests/forbidpolicy.ts';
+import { admissionPolicies } from '../agent/admission/policy/policy.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 export const CHART = path.join(ROOT, 'charts', 'ownerrefs-agent');
@@ -137,7 +138,7 @@ export function webhookTemplate(): string {
     }
     return doc;
   });
-  return `{{- if .Values.webhook.enabled }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
+  return `{{- if eq (include "ownerrefs.admission" .) "webhook" }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
 }
 
 /** The chart's template of the agent's ValidatingAdmissionPolicy and its binding (agent/manifests/agentpolicy.ts). */
@@ -164,7 +165,33 @@ ${docs.join('\n---\n')}
 `;
 }
 
+const yamlOf = (o: unknown) => stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd();
+
+/** admission-policy.yaml: the MutatingAdmissionPolicies and bindings (agent/admission/policy/policy.ts), for kubectl apply. */
+export function admissionPolicyYaml(): string {
+  return `# Generated from agent/admission/policy/policy.ts by scripts/gen-manifests.ts: do not edit.
+# KEP-4753's own syntax admitted by the API server itself (Kubernetes 1.36 and later), with
+# no process of ours in the pod-creation path: the chart's admission.mode=policy.
+#
+#   kubectl apply -f admission-policy.yaml
+#
+${admissionPolicies().map(yamlOf).join('\n---\n')}
+`;
+}
+
+/** The chart's template of the same objects, when admission.mode is policy (or auto on 1.36+). */
+export function admissionPolicyTemplate(): string {
+  const docs = admissionPolicies().map((o) => withExtraMetadata(yamlOf(o)));
+  return `{{- if eq (include "ownerrefs.admission" .) "policy" }}
+# Generated from agent/admission/policy/policy.ts by scripts/gen-manifests.ts.
+${docs.join('\n---\n')}
+{{- end }}
+`;
+}
+
 if (import.meta.main) {
+  writeFileSync(path.join(ROOT, 'admission-policy.yaml'), admissionPolicyYaml());
+  writeFileSync(path.join(CHART, 'templates', 'admission-policy.yaml'), admissionPolicyTemplate());
   writeFileSync(path.join(CHART, 'templates', 'webhook.yaml'), webhookTemplate());
   writeFileSync(path.join(CHART, 'templates', 'agent-policy.yaml'), agentPolicyTemplate());
   writeFileSync(path.join(CHART, 'templates', 'forbid-policy.yaml'), forbidPolicyTemplate());

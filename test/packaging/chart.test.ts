@@ -7,7 +7,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { chartReadme } from '../../scripts/gen-chart-readme.ts';
-import { agentPolicyTemplate, CHART, daemonsetYaml, followOwnersYaml, forbidPolicyTemplate, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
+import { admissionPolicyTemplate, admissionPolicyYaml, agentPolicyTemplate, CHART, daemonsetYaml, followOwnersYaml, forbidPolicyTemplate, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
 import { MATRIX } from '../support/chart.ts';
 import { NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 
@@ -39,6 +39,38 @@ describe('the chart', () => {
     expect(read('charts/ownerrefs-agent/templates/webhook.yaml')).toBe(webhookTemplate());
     expect(read('charts/ownerrefs-agent/templates/agent-policy.yaml')).toBe(agentPolicyTemplate());
     expect(read('charts/ownerrefs-agent/templates/forbid-policy.yaml')).toBe(forbidPolicyTemplate());
+    expect(read('admission-policy.yaml')).toBe(admissionPolicyYaml());
+    expect(read('charts/ownerrefs-agent/templates/admission-policy.yaml')).toBe(admissionPolicyTemplate());
+  });
+
+  const MAP_API = 'admissionregistration.k8s.io/v1/MutatingAdmissionPolicy';
+  const admissionKinds = (args: string[]) => [...new Set(objects(helmTemplate(helm, args)).map((o) => o.kind)
+    .filter((k) => /^Mutating|^Deployment$/.test(k)))].sort();
+  it.each([
+    ['none by default', [], []],
+    ['policy: the policies and bindings, no webhook', ['--set', 'admission.mode=policy'], ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']],
+    ['webhook', ['--set', 'admission.mode=webhook'], ['Deployment', 'MutatingWebhookConfiguration']],
+    ['webhook.enabled=true, as mode webhook', ['--set', 'webhook.enabled=true'], ['Deployment', 'MutatingWebhookConfiguration']],
+    ['auto on an API server without MutatingAdmissionPolicy v1: the webhook', ['--set', 'admission.mode=auto'], ['Deployment', 'MutatingWebhookConfiguration']],
+    ['auto on one that serves it: the policies', ['--set', 'admission.mode=auto', '--api-versions', MAP_API], ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']],
+  ])('admission.mode, %s', (_what, args, kinds) => {
+    expect(admissionKinds(args)).toEqual(kinds);
+  });
+
+  it('admission.mode: the policy objects are admission-policy.yaml\'s', () => {
+    // Helm orders a template's objects by kind.
+    const byKind = (objs: Obj[]) => [...objs].sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
+    const rendered = objects(helmTemplate(helm, ['--set', 'admission.mode=policy', '--show-only', 'templates/admission-policy.yaml']));
+    expect(byKind(rendered)).toEqual(byKind(objects(read('admission-policy.yaml'))));
+  });
+
+  it.each([
+    ['two ways at once', ['--set', 'admission.mode=policy', '--set', 'webhook.enabled=true'], /webhook\.enabled=true and admission\.mode=policy: choose one/],
+    ['a mode it does not know', ['--set', 'admission.mode=always'], /admission\/mode.*one of/],
+  ])('admission.mode: refuses %s, naming the value', (_what, args, message) => {
+    const r = spawnSync(helm, ['template', 'x', CHART, ...args], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(message);
   });
 
   it('renders webhook.yaml\'s objects when the webhook is on', () => {

@@ -46,3 +46,19 @@ kubernetes.io/arch In .Values.architectures, and, with excludeVirtualKubelet, ty
 {{- $_ = set $affinity "nodeAffinity" $node -}}
 {{- toYaml $affinity -}}
 {{- end -}}
+
+{{/*
+How KEP-4753's syntax is admitted: "none", "policy" or "webhook" (admission.mode, with auto
+decided by what the API server serves, and webhook.enabled as mode webhook).
+*/}}
+{{- define "ownerrefs.admission" -}}
+{{- $mode := .Values.admission.mode -}}
+{{- if and .Values.webhook.enabled (not (has $mode (list "none" "webhook"))) -}}
+{{- fail (printf "webhook.enabled=true and admission.mode=%s: choose one (admission.mode=webhook is webhook.enabled=true)" $mode) -}}
+{{- end -}}
+{{- if .Values.webhook.enabled -}}webhook
+{{- else if eq $mode "auto" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}policy{{- else -}}webhook{{- end -}}
+{{- else -}}{{ $mode }}
+{{- end -}}
+{{- end -}}

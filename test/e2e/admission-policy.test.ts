@@ -1,0 +1,164 @@
+// admission.mode=policy on the real API server (1.36 and later): the MutatingAdmissionPolicies
+// of agent/admission/policy/, applied as admission-policy.yaml applies them, with no webhook
+// process anywhere. What the API server stores is held to what the webhook's own code makes of
+// the same object (mutate, applied), and the owners document to render's bytes; on a real node,
+// the KEP's examples are read from inside their containers, with the agent running and killed.
+
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { AdmissionregistrationV1Api, KubernetesObjectApi, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { admissionPolicies } from '../../agent/admission/policy/policy.ts';
+import { mutate } from '../../agent/admission/webhook/objects.ts';
+import { applyPatch } from '../../agent/cli/patch.ts';
+import { mergePatch } from '../../localcluster/patch.ts';
+import { fieldRefs } from '../../projections/annotations.ts';
+import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
+import { ANNOTATIONS, ANNOTATION_KEYS } from '../../projections/names.ts';
+import { WORKLOAD_KINDS as KINDS } from '../../projections/workloadkinds.ts';
+import type { OwnerReference } from '../../projections/types.ts';
+import { kepSpec, workload, WORKLOAD_KINDS } from '../support/podspecs.ts';
+import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const EXAMPLES = path.join(import.meta.dirname, '..', '..', 'examples', 'kep');
+const ROOT = path.join(import.meta.dirname, '..', '..');
+
+const uid = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+const owner = (i: number, name: string, extra: Partial<OwnerReference> = {}): OwnerReference => ({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name, uid: uid(i), ...extra });
+
+/** Every fieldRef's path of a pod spec, in the order the downward API's places are walked. */
+const paths = (spec: unknown) => [...fieldRefs(spec)].map(({ ref }) => ref.fieldPath);
+
+/** A pod spec in the KEP's syntax in env of containers and init containers, and in a downwardAPI volume. */
+const READS_ALL = kepSpec({ env: true, volume: true, init: true });
+
+describe('admission.mode=policy on the real API server, with no webhook process', () => {
+  const e = useRealNode('policy');
+  let objects: KubernetesObjectApi;
+  const applied = admissionPolicies() as KubernetesObject[];
+  /** What the API server stores for `obj` (a server-side dry run: admission runs, nothing is kept). */
+  const admitted = (obj: Obj) => objects.create({ ...obj, metadata: { ...obj.metadata, namespace: e.ns } } as KubernetesObject, undefined, 'All') as Promise<Obj>;
+
+  beforeAll(async () => {
+    objects = KubernetesObjectApi.makeApiClient(e.kc);
+    // Applied from the file a user applies, so the test holds the shipped YAML, not only the builder.
+    const shipped = readFileSync(path.join(ROOT, 'admission-policy.yaml'), 'utf8').split(/^---$/m).map((d) => parseYaml(d) as KubernetesObject);
+    expect(shipped).toEqual(applied);
+    for (const o of shipped) await objects.create(o);
+    // A policy is enforced once the API server's informer has it: wait until a dry run is rewritten.
+    await e.waitFor(async () => {
+      const p = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe' }, spec: kepSpec() }).catch(() => undefined);
+      return p?.metadata?.annotations?.[ANNOTATIONS.ownerReferences] !== undefined || undefined;
+    }, 'the policies enforced', 60_000);
+  }, 120_000);
+  afterAll(async () => {
+    const api = e.kc.makeApiClient(AdmissionregistrationV1Api);
+    for (const o of applied) {
+      await (o.kind === 'MutatingAdmissionPolicy' ? api.deleteMutatingAdmissionPolicy({ name: o.metadata!.name! }) : api.deleteMutatingAdmissionPolicyBinding({ name: o.metadata!.name! })).catch(() => undefined);
+    }
+  });
+
+  it('serves no webhook: no MutatingWebhookConfiguration exists', async () => {
+    const hooks = await e.kc.makeApiClient(AdmissionregistrationV1Api).listMutatingWebhookConfiguration();
+    expect(hooks.items.map((h) => h.metadata!.name)).toEqual([]);
+  });
+
+  it.each([
+    ['no owners', []],
+    ['a controller with blockOwnerDeletion', [owner(1, 'web-7d4b9', { controller: true, blockOwnerDeletion: true })]],
+    ['controller false and blockOwnerDeletion false, kept as set', [owner(1, 'a', { controller: false, blockOwnerDeletion: false })]],
+    ['three owners, one controlling', [owner(1, 'x'), owner(2, 'y', { controller: true }), owner(3, 'z', { blockOwnerDeletion: true })]],
+    ['names JSON must escape', ['q"uote', 'back\\slash', 'ctl\u0001\b\f\n\r\t\u001f', '<a>&b', 'line\u2028sep\u2029', 'crab 🦀', "it's"].map((n, i) => owner(i, n))],
+  ])('a Pod with %s: the owners annotation is render\'s bytes, and the controller\'s values are set', async (_what, owners) => {
+    const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', ownerReferences: owners }, spec: READS_ALL });
+    const a = pod.metadata.annotations as Record<string, string>;
+    expect(a[ANNOTATIONS.ownerReferences]).toBe(renderOwnerReferencesJson(owners));
+  });
+
+  it('any owner names, drawn at random: the annotation is render\'s bytes', async () => {
+    const name = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 });
+    const owners = fc.array(fc.record({ name, controller: fc.option(fc.boolean(), { nil: undefined }), blockOwnerDeletion: fc.option(fc.boolean(), { nil: undefined }) }), { maxLength: 3 });
+    await fc.assert(fc.asyncProperty(owners, async (drawn) => {
+      // At most one controller: the API server refuses more.
+      const refs = drawn.map((d, i) => owner(i, d.name, { ...d.controller === undefined ? {} : { controller: d.controller && !drawn.slice(0, i).some((x) => x.controller) }, ...d.blockOwnerDeletion === undefined ? {} : { blockOwnerDeletion: d.blockOwnerDeletion } }));
+      const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', ownerReferences: refs }, spec: kepSpec() });
+      expect(pod.metadata.annotations[ANNOTATIONS.ownerReferences]).toBe(renderOwnerReferencesJson(refs));
+    }), { numRuns: 25 });
+  });
+
+  it.each(WORKLOAD_KINDS)('a %s in the KEP\'s syntax is stored as the webhook would store it', async (kind) => {
+    const obj = workload(kind, READS_ALL);
+    const stored = await admitted(obj);
+    const m = mutate(kind, obj);
+    if (!m.allowed) throw new Error(m.message);
+    const podSpec = KINDS.find((w) => w.kind === kind)!.podSpec;
+    const at = (o: Obj) => podSpec.reduce((x, k) => x[k], o);
+    // The API server defaults fieldRef.apiVersion: the field paths, in order, are the comparison.
+    expect(paths(at(stored))).toEqual(paths(at(applyPatch(obj, m.patch))));
+    expect(paths(at(stored))).toContain("metadata.annotations['ownerrefs.dev/owner-references']");
+  });
+
+  it('a projected downwardAPI source beside other sources is rewritten, the others kept', async () => {
+    const spec = { automountServiceAccountToken: false, containers: [{ name: 'c', image: IMAGES.busybox }], volumes: [{ name: 'all', projected: { sources: [{ configMap: { name: 'x' } },
+      { downwardAPI: { items: [{ path: 'w', fieldRef: { fieldPath: 'ownerrefs.dev/workloadOwnerReferences' } }, { path: 'o', fieldRef: { fieldPath: 'metadata.ownerReferences' } }] } }] } }] };
+    const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec });
+    // The webhook's rewrite of the spec alone (as of an UPDATE: no annotations).
+    const m = mutate('Pod', { metadata: { name: 'p' }, spec }, { update: true });
+    if (!m.allowed) throw new Error(m.message);
+    expect(paths(pod.spec)).toEqual(paths(applyPatch({ spec }, m.patch).spec));
+    expect(paths(pod.spec)).toEqual(["metadata.annotations['ownerrefs.dev/workload-owner-references']", "metadata.annotations['ownerrefs.dev/owner-references']"]);
+    expect(pod.spec.volumes[0].projected.sources[0]).toEqual({ configMap: { name: 'x' } });
+  });
+
+  it.each([
+    ['a pod that reads none: every value its author wrote is removed, other annotations kept', kepSpec({ env: false, volume: false }), {}],
+    ['a pod that reads the owners: the author\'s value replaced, the chain\'s (which the agent sets) removed', kepSpec(), { [ANNOTATIONS.ownerReferences]: renderOwnerReferencesJson([]) }],
+  ])('forged ownerrefs.dev/ annotations at creation, %s', async (_what, spec, ours) => {
+    const forged = Object.fromEntries(ANNOTATION_KEYS.map((k) => [k, 'forged']));
+    const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', annotations: { ...forged, 'example.com/keep': 'me' } }, spec: { ...spec, containers: [{ name: 'c', image: IMAGES.busybox, env: spec.containers[0]!.env ?? [] }] } });
+    expect(pod.metadata.annotations).toEqual({ 'example.com/keep': 'me', ...ours });
+  });
+
+  it('a pod without the syntax or our annotations is stored as sent', async () => {
+    const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'plain', labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: IMAGES.busybox }] } });
+    expect(pod.metadata.annotations).toBeUndefined();
+  });
+
+  const local = <T extends Obj>(o: T): T => {
+    for (const c of [...o.spec?.containers ?? [], ...o.spec?.template?.spec?.containers ?? []]) Object.assign(c, { image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent' });
+    return o;
+  };
+  const example = (name: string) => local(parseYaml(readFileSync(path.join(EXAMPLES, name), 'utf8')) as Obj);
+  const running = (name: string) => e.waitFor(async () => {
+    const p = await e.core.readNamespacedPod({ name, namespace: e.ns });
+    return p.status?.phase === 'Running' ? p : undefined;
+  }, `pod ${name} Running`, 120_000);
+
+  it.runIf(CONTAINERS)("the KEP's volume and env examples, as written: read in the containers, the file follows an adoption; with the agent killed, a new pod is still admitted and reads its creation-time owners", async () => {
+    const volumePod = example('volume-pod.yaml');
+    const envPod = example('env-pod.yaml');
+    await e.core.createNamespacedPod({ namespace: e.ns, body: volumePod as V1Pod });
+    await e.core.createNamespacedPod({ namespace: e.ns, body: envPod as V1Pod });
+    const vp = await running(volumePod.metadata.name);
+    const ep = await running(envPod.metadata.name);
+    const none = renderOwnerReferencesJson([]);
+    expect(await e.exec(ep, ['sh', '-c', 'printf %s "$OWNER_REFERENCES"'])).toBe(none);
+    expect(await e.exec(vp, ['cat', '/etc/podinfo/ownerReferences'])).toBe(none);
+    const cm = await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'kep-owner' } } });
+    const adopted: V1OwnerReference = { apiVersion: 'v1', kind: 'ConfigMap', name: 'kep-owner', uid: cm.metadata!.uid! };
+    await e.core.patchNamespacedPod({ name: vp.metadata!.name!, namespace: e.ns, body: { metadata: { ownerReferences: [adopted] } } }, mergePatch);
+    const want = renderOwnerReferencesJson([adopted as OwnerReference]);
+    await e.waitFor(async () => (await e.exec(vp, ['cat', '/etc/podinfo/ownerReferences'])) === want || undefined, 'the file names the ConfigMap');
+
+    // Nothing of ours runs: admission is the API server's own.
+    await e.agent.stop();
+    const late = { ...example('volume-pod.yaml'), metadata: { name: 'created-while-down', ownerReferences: [adopted] } };
+    await e.core.createNamespacedPod({ namespace: e.ns, body: late as V1Pod });
+    const lp = await running('created-while-down');
+    expect(await e.exec(lp, ['cat', '/etc/podinfo/ownerReferences'])).toBe(want);
+    await e.restartAgent();
+  });
+});
