@@ -36,12 +36,13 @@ export function buildAgent(ref?: string, dir?: string): BuiltAgent {
   }
   // --noCheck: emit only; type errors are the type-check's business, not the benchmark's.
   execFileSync(process.execPath, [TSC, '-p', path.join(src, 'tsconfig.build.json'), '--noCheck', '--outDir', path.join(src, 'dist')], { stdio: 'inherit' });
-  // As the Dockerfile does: the CSI driver loads its .proto files from beside the compiled code.
-  // (agent/csi/ in versions before the files path had a folder of its own).
-  for (const csi of [['agent', 'files', 'csi'], ['agent', 'csi']]) {
-    const proto = path.join(src, ...csi, 'proto');
-    if (existsSync(proto)) cpSync(proto, path.join(src, 'dist', ...csi, 'proto'), { recursive: true });
-  }
+  // As the Dockerfile does: CSI mode loads its generated codec from beside the compiled code
+  // (generated/ today; proto/ in older versions, agent/csi/ before the files path had a folder).
+  for (const csi of [['agent', 'files', 'csi'], ['agent', 'csi']])
+    for (const dir of ['generated', 'proto']) {
+      const from = path.join(src, ...csi, dir);
+      if (existsSync(from)) cpSync(from, path.join(src, 'dist', ...csi, dir), { recursive: true });
+    }
   const main = path.join(src, 'dist', 'agent', 'main.js');
   if (!existsSync(main)) throw new Error(`build produced no ${main}`);
   return { main, nodeFlags: ref ? nodeFlagsOf(path.join(src, 'agent', 'config.ts')) : NODE_FLAGS };
