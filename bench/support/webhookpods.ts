@@ -35,7 +35,7 @@ export function plain(pod: V1Pod): V1Pod {
 export interface Sent { ms: number; doneMs: number; err?: unknown }
 
 /** Creates `pods` open-loop at `rate` a second; every create's outcome, errors included. */
-export async function sendAt(core: CoreV1Api, pods: readonly V1Pod[], rate: number): Promise<Sent[]> {
+export async function sendAt(core: CoreV1Api, pods: readonly V1Pod[], rate: number, namespace = NS): Promise<Sent[]> {
   const start = nowMs();
   return Promise.all(pods.map(async (body, i): Promise<Sent> => {
     const due = start + (i * 1000) / rate;
@@ -43,7 +43,7 @@ export async function sendAt(core: CoreV1Api, pods: readonly V1Pod[], rate: numb
     if (wait > 0) await sleep(wait);
     let err: unknown;
     try {
-      await core.createNamespacedPod({ namespace: NS, body });
+      await core.createNamespacedPod({ namespace, body });
     } catch (e) {
       err = e;
     }
@@ -53,8 +53,8 @@ export async function sendAt(core: CoreV1Api, pods: readonly V1Pod[], rate: numb
 }
 
 /** As sendAt, for creates that must all succeed: the latencies, ms, or the first error. */
-export async function createAt(core: CoreV1Api, pods: readonly V1Pod[], rate: number): Promise<number[]> {
-  const sent = await sendAt(core, pods, rate);
+export async function createAt(core: CoreV1Api, pods: readonly V1Pod[], rate: number, namespace = NS): Promise<number[]> {
+  const sent = await sendAt(core, pods, rate, namespace);
   const failed = sent.find((s) => 'err' in s);
   if (failed) throw failed.err;
   return sent.map((s) => s.ms);

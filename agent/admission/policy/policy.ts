@@ -122,13 +122,18 @@ const LABELS = { 'app.kubernetes.io/name': 'ownerrefs-admission-policy' };
 /** The name of the policy (and of its binding) for a webhook's kinds: `pods.ownerrefs.dev`, like the webhook's. */
 export const policyName = (name: WorkloadKind['webhook']) => `${name}.${WEBHOOK_CONFIG_NAME}`;
 
+export interface PolicyOptions {
+  /** Bind the policies to the namespaces this selects only (a staged rollout; the benchmark's arms). By default, every namespace. */
+  namespaceSelector?: Record<string, unknown>;
+}
+
 /** Every policy and its binding, in order: what `kubectl apply -f admission-policy.yaml` installs. */
-export function admissionPolicies(): Record<string, unknown>[] {
+export function admissionPolicies(opts: PolicyOptions = {}): Record<string, unknown>[] {
   return HOOKS.flatMap(({ name, kinds }) => [policy(name, kinds), {
     apiVersion: POLICY_API_VERSION,
     kind: 'MutatingAdmissionPolicyBinding',
     metadata: { name: policyName(name), labels: LABELS },
     // No namespace selector: every namespace's objects, the agent's own too (no server of ours to wait for).
-    spec: { policyName: policyName(name) },
+    spec: { policyName: policyName(name), ...opts.namespaceSelector ? { matchResources: { namespaceSelector: opts.namespaceSelector } } : {} },
   }]);
 }

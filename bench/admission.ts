@@ -1,0 +1,149 @@
+// What admitting the KEP's syntax costs a pod's creation, each way, in one run against the
+// real API server: no admission (the floor: the same pods without the fields), the
+// MutatingAdmissionPolicies (KEP pods, and plain pods in the namespaces they bind, which they
+// match and leave alone), and the webhook (KEP pods). Each way has a namespace of its own,
+// selected by the policies' binding and the webhook's configuration, so nothing is installed
+// between rounds: the rounds interleave the four, so machine noise falls on all of them, and
+// each round's p50 minus the floor's in the same round is one pair. Creates are open-loop at
+// each rate (bench/support/webhookpods.ts).
+//
+//   npm run bench:admission                                  rates 50 and 200/s, 6 rounds each
+//   npm run bench:admission -- --rates=20 --rounds=1 --round=20   (bench:admission:smoke in CI)
+//
+// The webhook runs here on the API server's two cores (on a cluster it has nodes of its own),
+// which weighs against it; the policy runs inside the API server wherever it is.
+// Results: bench/results/admission.json.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { admissionPolicies } from '../agent/admission/policy/policy.ts';
+import { WEBHOOK_CONFIG_NAME } from '../projections/names.ts';
+import { startWebhook } from '../localcluster/webhookproc.ts';
+import { startBenchCluster, type BenchCluster } from './support/cluster.ts';
+import { TMP, buildAgent } from './support/agent.ts';
+import { loadavg, machine } from './support/machine.ts';
+import { dist, round, type Dist } from './support/stats.ts';
+import { createAt, kepPod, plain } from './support/webhookpods.ts';
+import { NODE_FLAGS } from '../agent/config.ts';
+
+const ARM_LABEL = 'ownerrefs.dev/bench-admission';
+/** The four ways, each in its namespace; `kep`: the pods carry the syntax. */
+const ARMS = [
+  { name: 'floor', ns: 'adm-none', kep: false },
+  { name: 'policy', ns: 'adm-policy', kep: true },
+  { name: 'policyPlain', ns: 'adm-policy', kep: false },
+  { name: 'webhook', ns: 'adm-webhook', kep: true },
+] as const;
+type Arm = (typeof ARMS)[number]['name'];
+
+export interface RateResult {
+  rate: number;
+  /** Each way's latency over all its creates at this rate, ms. */
+  all: Record<Arm, Dist>;
+  /** Per round: each way's p50 minus the floor's in the same round, ms (one pair each). */
+  rounds: Record<Exclude<Arm, 'floor'>, number>[];
+  /** The added p50 over the rounds: min, median, max, ms. */
+  addedP50: Record<Exclude<Arm, 'floor'>, { min: number; median: number; max: number }>;
+}
+
+const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]!; };
+
+async function setUp(kc: KubeConfig, workDir: string, main: string): Promise<{ owners: Record<string, { name: string; uid: string }>; stop(): Promise<void> }> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const owners: Record<string, { name: string; uid: string }> = {};
+  for (const ns of new Set(ARMS.map((a) => a.ns))) {
+    await core.createNamespace({ body: { metadata: { name: ns, labels: { [ARM_LABEL]: ns } } } });
+    // Each namespace's pods are owned by a ConfigMap of their own namespace (the garbage collector leaves them).
+    const cm = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'owner' } } });
+    owners[ns] = { name: 'owner', uid: cm.metadata!.uid! };
+  }
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  for (const o of admissionPolicies({ namespaceSelector: { matchLabels: { [ARM_LABEL]: 'adm-policy' } } })) await objects.create(o as KubernetesObject);
+  await core.createNamespace({ body: { metadata: { name: 'ownerrefs-system' } } }).catch(() => undefined);
+  const webhook = await startWebhook(kc, workDir, { main, nodeFlags: NODE_FLAGS });
+  // The webhook's configuration, narrowed to its arm's namespace.
+  const reg = kc.makeApiClient(AdmissionregistrationV1Api);
+  const cfg = await reg.readMutatingWebhookConfiguration({ name: WEBHOOK_CONFIG_NAME });
+  for (const w of cfg.webhooks ?? []) w.namespaceSelector = { matchLabels: { [ARM_LABEL]: 'adm-webhook' } };
+  await reg.replaceMutatingWebhookConfiguration({ name: WEBHOOK_CONFIG_NAME, body: cfg });
+  // Both are enforced once the API server's informers have them: wait until a dry run of each is rewritten.
+  const rewritten = async (ns: string) => {
+    const p = await core.createNamespacedPod({ namespace: ns, body: kepPod(0, owners[ns]!), dryRun: 'All' });
+    return p.metadata?.annotations?.['ownerrefs.dev/owner-references'] !== undefined;
+  };
+  for (let i = 0; !(await rewritten('adm-policy') && await rewritten('adm-webhook')); i++) {
+    if (i > 300) throw new Error('the policies or the webhook were not enforced within 30 s');
+    await sleep(100);
+  }
+  return { owners, stop: async () => { await webhook.stop(); } };
+}
+
+export async function benchAdmission(cluster: BenchCluster, opts: { rates: number[]; rounds: number; round: number; workDir: string; main: string }): Promise<RateResult[]> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster.cp.kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  const { owners, stop } = await setUp(kc, opts.workDir, opts.main);
+  const out: RateResult[] = [];
+  let serial = 0;
+  try {
+    for (const rate of opts.rates) {
+      const all: Record<string, number[]> = Object.fromEntries(ARMS.map((a) => [a.name, []]));
+      const rounds: RateResult['rounds'] = [];
+      for (let r = 0; r < opts.rounds; r++) {
+        const p50: Record<string, number> = {};
+        // The order rotates each round, so that no way always follows another.
+        for (const arm of ARMS.map((_, i) => ARMS[(i + r) % ARMS.length]!)) {
+          const pods: V1Pod[] = Array.from({ length: opts.round }, () => {
+            const pod = kepPod(serial++, owners[arm.ns]!);
+            return arm.kep ? pod : plain(pod);
+          });
+          const ms = await createAt(core, pods, rate, arm.ns);
+          all[arm.name]!.push(...ms);
+          p50[arm.name] = dist(ms).p50;
+        }
+        rounds.push({ policy: round(p50.policy! - p50.floor!), policyPlain: round(p50.policyPlain! - p50.floor!), webhook: round(p50.webhook! - p50.floor!) });
+        // Pods never scheduled, deleted between rounds (not timed), so that etcd and the watch cache stay small.
+        for (const ns of new Set(ARMS.map((a) => a.ns))) await core.deleteCollectionNamespacedPod({ namespace: ns, gracePeriodSeconds: 0 });
+        await sleep(1000);
+      }
+      const spread = (k: Exclude<Arm, 'floor'>) => { const xs = rounds.map((x) => x[k]); return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) }; };
+      out.push({ rate, all: Object.fromEntries(Object.entries(all).map(([k, v]) => [k, dist(v)])) as Record<Arm, Dist>, rounds,
+        addedP50: { policy: spread('policy'), policyPlain: spread('policyPlain'), webhook: spread('webhook') } });
+    }
+  } finally {
+    await stop();
+  }
+  return out;
+}
+
+function print(results: RateResult[]): void {
+  for (const r of results) {
+    console.log(`${r.rate}/s: p50 floor ${r.all.floor.p50} ms, policy ${r.all.policy.p50}, policy (plain pods) ${r.all.policyPlain.p50}, webhook ${r.all.webhook.p50}`);
+    for (const k of ['policy', 'policyPlain', 'webhook'] as const) {
+      const s = r.addedP50[k];
+      console.log(`  added p50, ${k}: median ${s.median} ms (min ${s.min}, max ${s.max}, ${r.rounds.length} pairs)`);
+    }
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({ options: {
+    rates: { type: 'string', default: '50,200' }, rounds: { type: 'string', default: '6' }, round: { type: 'string', default: '100' },
+    out: { type: 'string', default: path.join(import.meta.dirname, 'results', 'admission.json') },
+  } });
+  const workDir = path.join(TMP, `admission-${process.pid}`);
+  mkdirSync(workDir, { recursive: true });
+  const cluster = await startBenchCluster('bench-node', workDir);
+  try {
+    const results = await benchAdmission(cluster, { rates: values.rates.split(',').map(Number), rounds: Number(values.rounds), round: Number(values.round), workDir,
+      main: buildAgent(undefined, 'webhook').main });
+    print(results);
+    mkdirSync(path.dirname(values.out), { recursive: true });
+    writeFileSync(values.out, JSON.stringify({ machine: machine(), versions: cluster.versions, loadavg: loadavg(), admission: results }, null, 2) + '\n');
+  } finally {
+    await cluster.stop();
+  }
+}
