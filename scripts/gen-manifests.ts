@@ -138,7 +138,7 @@ export function webhookTemplate(): string {
     }
     return doc;
   });
-  return `{{- if eq (include "ownerrefs.admission" .) "webhook" }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
+  return `{{- if include "ownerrefs.admission.webhook" . }}\n# Generated from webhook.yaml by scripts/gen-manifests.ts.\n${docs.join('\n---\n')}\n{{- end }}\n`;
 }
 
 /** The chart's template of the agent's ValidatingAdmissionPolicy and its binding (agent/manifests/agentpolicy.ts). */
@@ -182,7 +182,7 @@ ${admissionPolicies().map(yamlOf).join('\n---\n')}
 /** The chart's template of the same objects, when admission.mode is policy (or auto on 1.36+). */
 export function admissionPolicyTemplate(): string {
   const docs = admissionPolicies().map((o) => withExtraMetadata(yamlOf(o)));
-  return `{{- if eq (include "ownerrefs.admission" .) "policy" }}
+  return `{{- if include "ownerrefs.admission.policy" . }}
 # Generated from agent/admission/policy/policy.ts by scripts/gen-manifests.ts.
 ${docs.join('\n---\n')}
 {{- end }}

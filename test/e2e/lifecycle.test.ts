@@ -281,4 +281,26 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
         volumes: [{ name: 'podinfo', emptyDir: {} }] } } } } as never });
     await settle(await running('app=again'), '/etc/podinfo', ['again'], 'served after the reinstall');
   });
+
+  it('moves from webhook mode to policy mode through both under pod creation: helm refuses the one-step switch, no pod is refused, no webhook is left in the path', { timeout: 600_000 }, async () => {
+    const admission = e.kc.makeApiClient(AdmissionregistrationV1Api);
+    const upgrade = (mode: string) => helm(e, thisRender, ['upgrade', 'ownerrefs-agent', CHART, '--reset-then-reuse-values', '--set', `admission.mode=${mode}`]);
+    await upgrade('webhook');
+    await webhookOn('dev');
+    const probe = probeAdmission(4, 20);
+    await sleep(1_000);
+    // Straight to policy, helm would delete the webhook's configuration before the API server
+    // loads the policy: the chart refuses, and the release stays as it was.
+    await expect(upgrade('policy')).rejects.toThrow(/admission\.mode=both first/);
+    expect((await admission.listMutatingWebhookConfiguration()).items.map((h) => h.metadata!.name)).toEqual(['ownerrefs.dev']);
+    await upgrade('both');
+    expect((await admission.listMutatingAdmissionPolicyBinding()).items.length).toBeGreaterThan(0);
+    await sleep(5_000); // the API server loads a new policy within about a second
+    await upgrade('policy');
+    await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-webhook' })).items.length === 0 || undefined,
+      'the webhook\'s replicas gone', 120_000);
+    await sleep(3_000);
+    console.log('admission from webhook mode through both to policy mode:', admittedThroughout(await probe.stop(), 'annotation', 'annotation'));
+    expect((await admission.listMutatingWebhookConfiguration()).items.map((h) => h.metadata!.name)).toEqual([]);
+  });
 });

@@ -48,17 +48,40 @@ kubernetes.io/arch In .Values.architectures, and, with excludeVirtualKubelet, ty
 {{- end -}}
 
 {{/*
-How KEP-4753's syntax is admitted: "none", "policy" or "webhook" (admission.mode, with auto
-decided by what the API server serves, and webhook.enabled as mode webhook).
+How KEP-4753's syntax is admitted: "none", "policy", "webhook" or "both" (admission.mode, with
+auto decided by what the API server serves, and webhook.enabled as mode webhook).
+
+A direct switch from the webhook to the policy is refused where helm can see the cluster: helm
+deletes the webhook's configuration as it creates the policy, and the API server loads a new
+policy up to about a second later, so pods created in between would meet neither. "both" is
+the step between; helm template (no cluster to look up) cannot tell and does not refuse.
 */}}
 {{- define "ownerrefs.admission" -}}
 {{- $mode := .Values.admission.mode -}}
 {{- if and .Values.webhook.enabled (not (has $mode (list "none" "webhook"))) -}}
 {{- fail (printf "webhook.enabled=true and admission.mode=%s: choose one (admission.mode=webhook is webhook.enabled=true)" $mode) -}}
 {{- end -}}
-{{- if .Values.webhook.enabled -}}webhook
+{{- $resolved := $mode -}}
+{{- if .Values.webhook.enabled -}}{{- $resolved = "webhook" -}}
 {{- else if eq $mode "auto" -}}
-{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}policy{{- else -}}webhook{{- end -}}
-{{- else -}}{{ $mode }}
+{{- $resolved = ternary "policy" "webhook" (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
 {{- end -}}
+{{- if eq $resolved "policy" -}}
+{{- $webhook := lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" "ownerrefs.dev" -}}
+{{- $binding := lookup "admissionregistration.k8s.io/v1" "MutatingAdmissionPolicyBinding" "" "pods.ownerrefs.dev" -}}
+{{- if and $webhook (not $binding) -}}
+{{- fail "admission.mode=policy straight from the webhook would refuse the pods created while the API server loads the policy: upgrade with admission.mode=both first, then with admission.mode=policy (docs/INSTALL.md, \"From the webhook to the policy\")" -}}
+{{- end -}}
+{{- end -}}
+{{- $resolved -}}
+{{- end -}}
+
+{{/* Whether the webhook's objects are installed: mode webhook, or both on the way to policy. */}}
+{{- define "ownerrefs.admission.webhook" -}}
+{{- if has (include "ownerrefs.admission" .) (list "webhook" "both") -}}true{{- end -}}
+{{- end -}}
+
+{{/* Whether the MutatingAdmissionPolicies are installed: mode policy, or both. */}}
+{{- define "ownerrefs.admission.policy" -}}
+{{- if has (include "ownerrefs.admission" .) (list "policy" "both") -}}true{{- end -}}
 {{- end -}}
