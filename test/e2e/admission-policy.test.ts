@@ -127,6 +127,34 @@ describe('admission.mode=policy on the real API server, with no webhook process'
     expect(pod.metadata.annotations).toBeUndefined();
   });
 
+  /** The refusal of a dry run of `obj` (its message), or undefined when it is admitted. */
+  const refusal = (obj: Obj) => admitted(obj).then(() => undefined, (err: { code?: number; body?: string }) => ({ code: err.code, message: String(JSON.parse(err.body ?? '{}').message ?? err) }));
+  const manyEnv = (n: number) => ({ automountServiceAccountToken: false, containers: [{ name: 'c', image: IMAGES.busybox,
+    env: Array.from({ length: n }, (_, i) => ({ name: `O${i}`, valueFrom: { fieldRef: { fieldPath: 'metadata.ownerReferences' } } })) }] });
+
+  it.each([
+    // Each owner's JSON is about 230 bytes: 1,200 pass 256 KiB.
+    // The API server's own size check, after the policy has set the annotation.
+    ['owners whose document passes the annotation size limit', { ownerReferences: Array.from({ length: 1_200 }, (_, i) => owner(i, `n${i}-${'x'.repeat(150)}`)) }, kepSpec(),
+      422, /metadata\.annotations: Too long/],
+    // CEL's cost limit: the refusal names the policy, so the product at fault.
+    ['owner names JSON must escape, past the size limit', { ownerReferences: Array.from({ length: 1_600 }, (_, i) => owner(i, `"${i}"${'\\'.repeat(60)}`)) }, kepSpec(),
+      403, /^policy 'pods\.ownerrefs\.dev' with binding 'pods\.ownerrefs\.dev' denied request/],
+    ['more fieldRefs in the syntax than CEL\'s cost limit allows', {}, manyEnv(20_000),
+      403, /^policy 'pods\.ownerrefs\.dev' with binding 'pods\.ownerrefs\.dev' denied request/],
+  ] as const)('refuses, with a message that names what is at fault, for %s', async (_what, meta, spec, code, message) => {
+    const r = await refusal({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'big', ...meta }, spec });
+    expect(r?.code).toBe(code);
+    expect(r?.message).toMatch(message);
+  }, 120_000);
+
+  it('admits pods well past any real one: 2,000 fieldRefs and 500 owners, every one rewritten', async () => {
+    const owners = Array.from({ length: 500 }, (_, i) => owner(i, `rs-${i}`));
+    const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'large', ownerReferences: owners }, spec: manyEnv(2_000) });
+    expect(new Set(paths(pod.spec))).toEqual(new Set(["metadata.annotations['ownerrefs.dev/owner-references']"]));
+    expect(pod.metadata.annotations[ANNOTATIONS.ownerReferences]).toBe(renderOwnerReferencesJson(owners));
+  }, 120_000);
+
   const local = <T extends Obj>(o: T): T => {
     for (const c of [...o.spec?.containers ?? [], ...o.spec?.template?.spec?.containers ?? []]) Object.assign(c, { image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent' });
     return o;
