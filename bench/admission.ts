@@ -1,10 +1,12 @@
 // What admitting the KEP's syntax costs a pod's creation, each way, in one run against the
-// real API server: no admission (the floor: the same pods without the fields), the
-// MutatingAdmissionPolicies (KEP pods, and plain pods in the namespaces they bind, which they
-// match and leave alone), and the webhook (KEP pods). Each way has a namespace of its own,
+// real API server: no admission (two floors: the same pods without the fields, and the KEP
+// pods already in the form admission stores, annotation included, so that the object stored is
+// the same size), the MutatingAdmissionPolicies (KEP pods, and plain pods in the namespaces they
+// bind, which they match and leave alone), and the webhook (KEP pods). Each way has a namespace of its own,
 // selected by the policies' binding and the webhook's configuration, so nothing is installed
-// between rounds: the rounds interleave the four, so machine noise falls on all of them, and
-// each round's p50 minus the floor's in the same round is one pair. Creates are open-loop at
+// between rounds: the rounds interleave the five, so machine noise falls on all of them, and
+// each round's p50 minus its floor's in the same round is one pair (KEP pods against the stored
+// form, plain pods against plain ones). Creates are open-loop at
 // each rate (bench/support/webhookpods.ts).
 //
 //   npm run bench:admission                                  rates 50 and 200/s, 6 rounds each
@@ -20,7 +22,8 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { admissionPolicies } from '../agent/admission/policy/policy.ts';
-import { WEBHOOK_CONFIG_NAME } from '../projections/names.ts';
+import { ANNOTATIONS, annotationField, WEBHOOK_CONFIG_NAME } from '../projections/names.ts';
+import { renderOwnerReferencesJson } from '../projections/ownerreferences.ts';
 import { startWebhook } from '../localcluster/webhookproc.ts';
 import { startBenchCluster, type BenchCluster } from './support/cluster.ts';
 import { TMP, buildAgent } from './support/agent.ts';
@@ -30,23 +33,43 @@ import { createAt, kepPod, plain } from './support/webhookpods.ts';
 import { NODE_FLAGS } from '../agent/config.ts';
 
 const ARM_LABEL = 'ownerrefs.dev/bench-admission';
-/** The four ways, each in its namespace; `kep`: the pods carry the syntax. */
+/**
+ * The five ways, each in its namespace, with the form of its pods: `kep` in the syntax, `plain`
+ * without the fields, `stored` as admission stores a KEP pod (no admission needed), and the
+ * floor each is held to.
+ */
 const ARMS = [
-  { name: 'floor', ns: 'adm-none', kep: false },
-  { name: 'policy', ns: 'adm-policy', kep: true },
-  { name: 'policyPlain', ns: 'adm-policy', kep: false },
-  { name: 'webhook', ns: 'adm-webhook', kep: true },
+  { name: 'floor', ns: 'adm-none', form: 'plain', floor: 'floor' },
+  { name: 'stored', ns: 'adm-none', form: 'stored', floor: 'stored' },
+  { name: 'policy', ns: 'adm-policy', form: 'kep', floor: 'stored' },
+  { name: 'policyPlain', ns: 'adm-policy', form: 'plain', floor: 'floor' },
+  { name: 'webhook', ns: 'adm-webhook', form: 'kep', floor: 'stored' },
 ] as const;
 type Arm = (typeof ARMS)[number]['name'];
+type Added = 'policy' | 'policyPlain' | 'webhook';
+const ADDED: readonly Added[] = ['policy', 'policyPlain', 'webhook'];
+
+/** A KEP pod as admission stores it: its fields pointed at the annotation, which holds its owners. */
+function stored(pod: V1Pod): V1Pod {
+  const at = annotationField(ANNOTATIONS.ownerReferences);
+  const point = <T extends { fieldRef?: { fieldPath: string } }>(x: T): T => x.fieldRef?.fieldPath === 'metadata.ownerReferences' ? { ...x, fieldRef: { ...x.fieldRef, fieldPath: at } } : x;
+  const spec = pod.spec!;
+  return {
+    ...pod,
+    metadata: { ...pod.metadata, annotations: { [ANNOTATIONS.ownerReferences]: renderOwnerReferencesJson(pod.metadata!.ownerReferences!) } },
+    spec: { ...spec, containers: spec.containers.map((c) => ({ ...c, env: c.env?.map((v) => v.valueFrom ? { ...v, valueFrom: point(v.valueFrom) } : v) })),
+      volumes: spec.volumes!.map((v) => ({ ...v, downwardAPI: { ...v.downwardAPI, items: v.downwardAPI!.items!.map(point) } })) },
+  };
+}
 
 export interface RateResult {
   rate: number;
   /** Each way's latency over all its creates at this rate, ms. */
   all: Record<Arm, Dist>;
-  /** Per round: each way's p50 minus the floor's in the same round, ms (one pair each). */
-  rounds: Record<Exclude<Arm, 'floor'>, number>[];
+  /** Per round: each way's p50 minus its floor's in the same round, ms (one pair each). */
+  rounds: Record<Added, number>[];
   /** The added p50 over the rounds: min, median, max, ms. */
-  addedP50: Record<Exclude<Arm, 'floor'>, { min: number; median: number; max: number }>;
+  addedP50: Record<Added, { min: number; median: number; max: number }>;
 }
 
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]!; };
@@ -78,6 +101,11 @@ async function setUp(kc: KubeConfig, workDir: string, main: string): Promise<{ o
     if (i > 300) throw new Error('the policies or the webhook were not enforced within 30 s');
     await sleep(100);
   }
+  // The stored floor is what the policy stores: held to a dry run, or the pairs compare unlike objects.
+  const viaPolicy = await core.createNamespacedPod({ namespace: 'adm-policy', body: kepPod(0, owners['adm-policy']!), dryRun: 'All' });
+  const ours = stored(kepPod(0, owners['adm-policy']!));
+  const form = (p: V1Pod) => JSON.stringify([p.metadata!.annotations, p.spec!.containers[0]!.env!.map((v) => v.valueFrom?.fieldRef?.fieldPath), p.spec!.volumes![0]!.downwardAPI!.items!.map((i) => i.fieldRef?.fieldPath)]);
+  if (form(viaPolicy) !== form(ours)) throw new Error(`the stored form differs from what the policy stores: ${form(ours)} against ${form(viaPolicy)}`);
   return { owners, stop: async () => { await webhook.stop(); } };
 }
 
@@ -98,20 +126,20 @@ export async function benchAdmission(cluster: BenchCluster, opts: { rates: numbe
         for (const arm of ARMS.map((_, i) => ARMS[(i + r) % ARMS.length]!)) {
           const pods: V1Pod[] = Array.from({ length: opts.round }, () => {
             const pod = kepPod(serial++, owners[arm.ns]!);
-            return arm.kep ? pod : plain(pod);
+            return arm.form === 'kep' ? pod : arm.form === 'stored' ? stored(pod) : plain(pod);
           });
           const ms = await createAt(core, pods, rate, arm.ns);
           all[arm.name]!.push(...ms);
           p50[arm.name] = dist(ms).p50;
         }
-        rounds.push({ policy: round(p50.policy! - p50.floor!), policyPlain: round(p50.policyPlain! - p50.floor!), webhook: round(p50.webhook! - p50.floor!) });
+        rounds.push(Object.fromEntries(ADDED.map((k) => [k, round(p50[k]! - p50[ARMS.find((a) => a.name === k)!.floor]!)])) as Record<Added, number>);
         // Pods never scheduled, deleted between rounds (not timed), so that etcd and the watch cache stay small.
         for (const ns of new Set(ARMS.map((a) => a.ns))) await core.deleteCollectionNamespacedPod({ namespace: ns, gracePeriodSeconds: 0 });
         await sleep(1000);
       }
-      const spread = (k: Exclude<Arm, 'floor'>) => { const xs = rounds.map((x) => x[k]); return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) }; };
+      const spread = (k: Added) => { const xs = rounds.map((x) => x[k]); return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) }; };
       out.push({ rate, all: Object.fromEntries(Object.entries(all).map(([k, v]) => [k, dist(v)])) as Record<Arm, Dist>, rounds,
-        addedP50: { policy: spread('policy'), policyPlain: spread('policyPlain'), webhook: spread('webhook') } });
+        addedP50: Object.fromEntries(ADDED.map((k) => [k, spread(k)])) as RateResult['addedP50'] });
     }
   } finally {
     await stop();
@@ -121,10 +149,10 @@ export async function benchAdmission(cluster: BenchCluster, opts: { rates: numbe
 
 function print(results: RateResult[]): void {
   for (const r of results) {
-    console.log(`${r.rate}/s: p50 floor ${r.all.floor.p50} ms, policy ${r.all.policy.p50}, policy (plain pods) ${r.all.policyPlain.p50}, webhook ${r.all.webhook.p50}`);
-    for (const k of ['policy', 'policyPlain', 'webhook'] as const) {
+    console.log(`${r.rate}/s: p50 floor ${r.all.floor.p50} ms, stored form ${r.all.stored.p50}, policy ${r.all.policy.p50}, policy (plain pods) ${r.all.policyPlain.p50}, webhook ${r.all.webhook.p50}`);
+    for (const k of ADDED) {
       const s = r.addedP50[k];
-      console.log(`  added p50, ${k}: median ${s.median} ms (min ${s.min}, max ${s.max}, ${r.rounds.length} pairs)`);
+      console.log(`  added p50, ${k} (against ${ARMS.find((a) => a.name === k)!.floor}): median ${s.median} ms (min ${s.min}, max ${s.max}, ${r.rounds.length} pairs)`);
     }
   }
 }
