@@ -179,7 +179,7 @@ ${admissionPolicies().map(yamlOf).join('\n---\n')}
 `;
 }
 
-/** The chart's template of the same objects, when admission.mode is policy (or auto on 1.36+). */
+/** The chart's template of the same objects, when admission.mode is policy or both (or auto on 1.36+). */
 export function admissionPolicyTemplate(): string {
   const docs = admissionPolicies().map((o) => withExtraMetadata(yamlOf(o)));
   return `{{- if include "ownerrefs.admission.policy" . }}
