@@ -48,10 +48,13 @@ describe('admission.mode=policy on the real API server, with no webhook process'
     const shipped = readFileSync(path.join(ROOT, 'admission-policy.yaml'), 'utf8').split(/^---$/m).map((d) => parseYaml(d) as KubernetesObject);
     expect(shipped).toEqual(applied);
     for (const o of shipped) await objects.create(o);
-    // A policy is enforced once the API server's informer has it: wait until a dry run is rewritten.
+    // Each policy is enforced once the API server's informer has it, each on its own clock: wait
+    // until a dry run is rewritten by every one (a Pod, and a template of each workload kind).
     await e.waitFor(async () => {
       const p = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe' }, spec: kepSpec() }).catch(() => undefined);
-      return p?.metadata?.annotations?.[ANNOTATIONS.ownerReferences] !== undefined || undefined;
+      if (p?.metadata?.annotations?.[ANNOTATIONS.ownerReferences] === undefined) return undefined;
+      for (const kind of WORKLOAD_KINDS) if (await admitted(workload(kind, kepSpec())).then(() => false, () => true)) return undefined;
+      return true;
     }, 'the policies enforced', 60_000);
   }, 120_000);
   afterAll(async () => {
