@@ -10,6 +10,8 @@ import { chartReadme } from '../../scripts/gen-chart-readme.ts';
 import { admissionPolicyTemplate, admissionPolicyYaml, agentPolicyTemplate, CHART, daemonsetYaml, followOwnersYaml, forbidPolicyTemplate, helmBin, helmTemplate, webhookTemplate } from '../../scripts/gen-manifests.ts';
 import { MATRIX } from '../support/chart.ts';
 import { NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
+import { policyName } from '../../agent/admission/policy/policy.ts';
+import { WEBHOOK_CONFIG_NAME } from '../../projections/names.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
@@ -63,6 +65,11 @@ describe('the chart', () => {
     const byKind = (objs: Obj[]) => [...objs].sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
     const rendered = objects(helmTemplate(helm, ['--set', 'admission.mode=policy', '--show-only', 'templates/admission-policy.yaml']));
     expect(byKind(rendered)).toEqual(byKind(objects(read('admission-policy.yaml'))));
+  });
+
+  it('admission.mode: the guard against a one-step switch looks up the objects the webhook and the policies install, by their names in names.ts', () => {
+    const looked = [...read('charts/ownerrefs-agent/templates/_helpers.tpl').matchAll(/lookup "[^"]*" "(\w+)" "" "([^"]+)"/g)].map(([, kind, name]) => `${kind}/${name}`);
+    expect(looked).toEqual([`MutatingWebhookConfiguration/${WEBHOOK_CONFIG_NAME}`, `MutatingAdmissionPolicyBinding/${policyName('pods')}`]);
   });
 
   it.each([
