@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { AdmissionregistrationV1Api, KubernetesObjectApi, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { admissionPolicies } from '../../agent/admission/policy/policy.ts';
@@ -19,12 +19,12 @@ import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts'
 import { ANNOTATIONS, ANNOTATION_KEYS } from '../../projections/names.ts';
 import { WORKLOAD_KINDS as KINDS } from '../../projections/workloadkinds.ts';
 import type { OwnerReference } from '../../projections/types.ts';
+import { installPolicies, shippedPolicies, type InstalledPolicies } from '../support/admissionpolicy.ts';
 import { kepSpec, workload, WORKLOAD_KINDS } from '../support/podspecs.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const EXAMPLES = path.join(import.meta.dirname, '..', '..', 'examples', 'kep');
-const ROOT = path.join(import.meta.dirname, '..', '..');
 
 const uid = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
 const owner = (i: number, name: string, extra: Partial<OwnerReference> = {}): OwnerReference => ({ apiVersion: 'apps/v1', kind: 'ReplicaSet', name, uid: uid(i), ...extra });
@@ -37,32 +37,17 @@ const READS_ALL = kepSpec({ env: true, volume: true, init: true });
 
 describe('admission.mode=policy on the real API server, with no webhook process', () => {
   const e = useRealNode('policy');
-  let objects: KubernetesObjectApi;
   const applied = admissionPolicies() as KubernetesObject[];
+  let policies: InstalledPolicies;
   /** What the API server stores for `obj` (a server-side dry run: admission runs, nothing is kept). */
-  const admitted = (obj: Obj) => objects.create({ ...obj, metadata: { ...obj.metadata, namespace: e.ns } } as KubernetesObject, undefined, 'All') as Promise<Obj>;
+  const admitted = (obj: Obj) => policies.admitted(obj);
 
   beforeAll(async () => {
-    objects = KubernetesObjectApi.makeApiClient(e.kc);
     // Applied from the file a user applies, so the test holds the shipped YAML, not only the builder.
-    const shipped = readFileSync(path.join(ROOT, 'admission-policy.yaml'), 'utf8').split(/^---$/m).map((d) => parseYaml(d) as KubernetesObject);
-    expect(shipped).toEqual(applied);
-    for (const o of shipped) await objects.create(o);
-    // Each policy is enforced once the API server's informer has it, each on its own clock: wait
-    // until a dry run is rewritten by every one (a Pod, and a template of each workload kind).
-    await e.waitFor(async () => {
-      const p = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe' }, spec: kepSpec() }).catch(() => undefined);
-      if (p?.metadata?.annotations?.[ANNOTATIONS.ownerReferences] === undefined) return undefined;
-      for (const kind of WORKLOAD_KINDS) if (await admitted(workload(kind, kepSpec())).then(() => false, () => true)) return undefined;
-      return true;
-    }, 'the policies enforced', 60_000);
+    expect(shippedPolicies()).toEqual(applied);
+    policies = await installPolicies(e.kc, e.ns);
   }, 120_000);
-  afterAll(async () => {
-    const api = e.kc.makeApiClient(AdmissionregistrationV1Api);
-    for (const o of applied) {
-      await (o.kind === 'MutatingAdmissionPolicy' ? api.deleteMutatingAdmissionPolicy({ name: o.metadata!.name! }) : api.deleteMutatingAdmissionPolicyBinding({ name: o.metadata!.name! })).catch(() => undefined);
-    }
-  });
+  afterAll(async () => { await policies?.remove(); });
 
   it('serves no webhook: no MutatingWebhookConfiguration exists', async () => {
     const hooks = await e.kc.makeApiClient(AdmissionregistrationV1Api).listMutatingWebhookConfiguration();
