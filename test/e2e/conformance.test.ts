@@ -7,7 +7,9 @@
 // failed or skipped itself.
 //
 // First without the webhook: ours must fail, each at its pod's creation (the API server alone
-// refuses the field), so that their passing later is the product's doing.
+// refuses the field), so that their passing later is the product's doing. Then with the webhook,
+// and last in admission.mode=policy: the webhook stopped and unregistered, the shipped
+// MutatingAdmissionPolicies alone admitting the KEP's syntax.
 //
 // The suite wants every schedulable node Ready, so this file runs on the real node only; a
 // machine that cannot run one skips it, saying why (support/realnode-e2e.ts).
@@ -20,6 +22,7 @@ import { promisify } from 'node:util';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhook, type WebhookProcess } from '../../localcluster/webhookproc.ts';
+import { installPolicies, type InstalledPolicies } from '../support/admissionpolicy.ts';
 import { apiStatus } from '../support/cluster.ts';
 import { CONTAINERS, useRealNode } from '../support/realnode-e2e.ts';
 
@@ -118,7 +121,8 @@ describe.runIf(CONTAINERS)("Kubernetes' downward API conformance specs and ours 
       expect(imported, `ctr images import ${archive}`).toContain(name);
     }
   }, 900_000);
-  afterAll(async () => { await webhook?.stop(); });
+  let policies: InstalledPolicies | undefined;
+  afterAll(async () => { await webhook?.stop(); await policies?.remove(); });
 
   it('without the webhook, each of our specs fails at its pod\'s creation: the API server alone refuses the field', async () => {
     const registered = await e.kc.makeApiClient(AdmissionregistrationV1Api).readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' }).then(() => 200, (err: unknown) => apiStatus(err));
@@ -142,4 +146,25 @@ describe.runIf(CONTAINERS)("Kubernetes' downward API conformance specs and ours 
     expect(summary(problems)).toBe('');
     expect({ upstream: r.ran.length - ours.length, ours: ours.length }).toEqual({ upstream: UPSTREAM_SPECS, ours: OUR_SPECS });
   }, 660_000);
+
+  it(`in policy mode, with no webhook process or configuration, upstream's ${UPSTREAM_SPECS} and our ${OUR_SPECS} all pass`, async () => {
+    const stopped = webhook;
+    webhook = undefined;
+    await stopped?.remove();
+    const registered = await e.kc.makeApiClient(AdmissionregistrationV1Api).listMutatingWebhookConfiguration();
+    expect(registered.items.map((h) => h.metadata!.name), 'no webhook is registered').toEqual([]);
+    policies = await installPolicies(e.kc, e.ns);
+    const r = await runSuite(bin, e.cp.kubeconfigPath, `${UPSTREAM_FOCUS}|${OURS_FOCUS}`, 600_000);
+    const ours = r.ran.filter((s) => s.name.startsWith(`[It] ${OURS} `));
+    console.log(`in policy mode: ${r.ran.length} specs ran in ${r.seconds} s (upstream ${r.ran.length - ours.length}, ours ${ours.length}), ${r.failed.length} failed`);
+    const problems = [...r.failed, ...r.unexpected];
+    if (problems.length > 0) {
+      console.error(`=== specs that failed or skipped themselves ===\n${summary(problems)}\n=== the e2e.test log ends ===\n${r.log.slice(-8000)}`);
+      // Ours fail when a value is late or wrong: what the agent did for the spec's pods.
+      const mentions = e.agent.logs().split('\n').filter((l) => /ownerrefs-(follow|env|volume|projected)-/.test(l) && !/"level":20/.test(l));
+      console.error(`=== the agent ===\n${await e.agent.report()}\n${mentions.slice(-60).join('\n')}`);
+    }
+    expect(summary(problems)).toBe('');
+    expect({ upstream: r.ran.length - ours.length, ours: ours.length }).toEqual({ upstream: UPSTREAM_SPECS, ours: OUR_SPECS });
+  }, 720_000);
 });
