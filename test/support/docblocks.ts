@@ -54,6 +54,8 @@ export function shellBlocks(file: string): Block[] {
     if (lang === 'sh' || lang === 'console') {
       const before = (lines[i - 1] ?? '').trim();
       const marker = MARKERS.map(([how, re]) => [how, re.exec(before)] as const).find(([, m]) => m);
+      // A marker mistyped is a block run for real: refused, not read as none.
+      if (!marker && /^\*(Not run by|The docs test)\b/.test(before)) throw new Error(`${file}:${i}: "${before}" is no marker the docs test knows (a colon after "test" or "dry run", then the reason)`);
       out.push({ file, line: i + 1, lang, how: marker?.[0] ?? 'run', reason: marker?.[1]![1], body: lines.slice(i + 1, end).join('\n') });
     }
     i = end;
