@@ -38,6 +38,7 @@ export const COMMANDS = {
   run: 'keep the ownerReferences this node\'s pods read current: their annotations, and opted-in volumes\' files',
   render: 'print (or write) the files the agent would write for one Pod manifest',
   webhook: 'serve the admission webhook that makes KEP-4753\'s fieldRef metadata.ownerReferences valid',
+  gate: 'admission.mode=policy: write the workload values of the pods it gated, and lift their scheduling gate',
   inject: 'print what the webhook would make of a manifest (offline)',
   doctor: 'check what the agent depends on, and say how to fix what is wrong',
 } as const;

@@ -40,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
     else if (cmd === 'render') process.stdout.write((await import('./cli/render.ts')).RENDER_HELP);
     else if (cmd === 'inject') process.stdout.write((await import('./cli/inject.ts')).INJECT_HELP);
     else if (cmd === 'webhook') process.stdout.write((await import('./admission/webhook/config.ts')).webhookHelp());
+    else if (cmd === 'gate') process.stdout.write((await import('./admission/gate/config.ts')).gateHelp());
     else if (cmd === 'doctor') process.stdout.write((await import('./cli/doctor.ts')).DOCTOR_HELP);
     else return unknownCommand(cmd);
     return EXIT.ok.code;
@@ -50,6 +51,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'inject') return (await import('./cli/inject.ts')).inject(rest, process.stdin, process.stdout, process.stderr);
   if (cmd === 'webhook') return serveWebhook(rest);
+  if (cmd === 'gate') return liftGates(rest);
   if (cmd === 'doctor') return doctor(rest);
   if (cmd !== 'run') return unknownCommand(cmd);
 
@@ -95,6 +97,20 @@ async function doctor(argv: string[]): Promise<number> {
 }
 
 /** The webhook is its own process (a Deployment): none of its code loads in `run`. */
+async function liftGates(argv: string[]): Promise<number> {
+  const { parseGateConfig } = await import('./admission/gate/config.ts');
+  const { startGate } = await import('./admission/gate/command.ts');
+  const cfg = parseGateConfig(argv, process.env);
+  const log = pino({ level: cfg.logLevel, base: { component: 'gate' }, serializers: { err: serializeErr } });
+  const gate = await startGate(cfg, log);
+  await new Promise<void>((resolve) => {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
+  });
+  await gate.stop();
+  log.info('stopped');
+  return EXIT.ok.code;
+}
+
 async function serveWebhook(argv: string[]): Promise<number> {
   const { parseWebhookConfig } = await import('./admission/webhook/config.ts');
   const { startWebhook } = await import('./admission/webhook/command.ts');

@@ -66,6 +66,13 @@ export const RETIRING_ANNOTATION = 'ownerrefs.dev/retiring-cas';
 /** The component that reports the agent's Events. */
 export const EVENT_COMPONENT = 'ownerrefs.dev/agent';
 
+/**
+ * admission.mode=policy: the scheduling gate the policy puts on a Pod created reading a value
+ * of its controller chain, and the label that lets the gate's lifter watch those pods alone
+ * (admission/gate/). Both go when the values are written.
+ */
+export const SCHEDULING_GATE = 'ownerrefs.dev/workload-values';
+export const GATED_LABEL = 'ownerrefs.dev/gated';
 /** The MutatingWebhookConfiguration, the namespace the webhook runs in, and the path it serves. */
 export const WEBHOOK_CONFIG_NAME = 'ownerrefs.dev';
 export const WEBHOOK_NAMESPACE = 'ownerrefs-system';

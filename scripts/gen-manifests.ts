@@ -14,6 +14,9 @@ import { agentPolicy } from '../agent/manifests/agentpolicy.ts';
 import { annotationWritersPolicy } from '../agent/manifests/writerspolicy.ts';
 import { forbidReadingPolicy } from '../agent/manifests/forbidpolicy.ts';
 import { admissionPolicies } from '../agent/admission/policy/policy.ts';
+import { gateObjects, gatePolicy } from '../agent/manifests/gate.ts';
+import { agentVersion } from '../agent/version.ts';
+import { WEBHOOK_NAMESPACE } from '../projections/names.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 export const CHART = path.join(ROOT, 'charts', 'ownerrefs-agent');
@@ -167,23 +170,34 @@ ${docs.join('\n---\n')}
 
 const yamlOf = (o: unknown) => stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd();
 
-/** admission-policy.yaml: the MutatingAdmissionPolicies and bindings (agent/admission/policy/policy.ts), for kubectl apply. */
+/** Policy mode's objects: the MutatingAdmissionPolicies and bindings, then the gate's lifter, its RBAC and its bounding policy, in `namespace`. */
+const policyModeObjects = (namespace: string, image: string) => [...admissionPolicies(), ...gatePolicy(namespace), ...gateObjects(namespace, image)];
+
+/** admission-policy.yaml: policy mode's objects (agent/admission/policy/policy.ts, agent/manifests/gate.ts), for kubectl apply. */
 export function admissionPolicyYaml(): string {
-  return `# Generated from agent/admission/policy/policy.ts by scripts/gen-manifests.ts: do not edit.
+  return `# Generated from agent/admission/policy/policy.ts and agent/manifests/gate.ts by scripts/gen-manifests.ts: do not edit.
 # KEP-4753's own syntax admitted by the API server itself (Kubernetes 1.36 and later), with
-# no process of ours in the pod-creation path: the chart's admission.mode=policy.
+# no process of ours in the pod-creation path: the chart's admission.mode=policy. A pod that
+# reads its workload's values waits, gated, until the ownerrefs-gate Deployment has written
+# them (daemonset.yaml makes its namespace).
 #
 #   kubectl apply -f admission-policy.yaml
 #
-${admissionPolicies().map(yamlOf).join('\n---\n')}
+${policyModeObjects(WEBHOOK_NAMESPACE, `ghcr.io/ownerrefs-dev/ownerrefs-agent:${agentVersion()}`).map(yamlOf).join('\n---\n')}
 `;
 }
 
 /** The chart's template of the same objects, when admission.mode is policy or both (or auto on 1.36+). */
 export function admissionPolicyTemplate(): string {
-  const docs = admissionPolicies().map((o) => withExtraMetadata(yamlOf(o)));
+  const NS = 'NAMESPACE-PLACEHOLDER';
+  const IMAGE = 'IMAGE-PLACEHOLDER';
+  const docs = policyModeObjects(NS, IMAGE).map((o) => withExtraMetadata(yamlOf(o))
+    .replaceAll(NS, '{{ .Values.namespace.name }}')
+    .replace(`image: ${IMAGE}`, 'image: {{ include "ownerrefs.image" . }}')
+    .replace(/^(\s*)imagePullPolicy: IfNotPresent$/m, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}')
+    .replace(/^(\s*)value: info$/m, '$1value: {{ .Values.logLevel }}'));
   return `{{- if include "ownerrefs.admission.policy" . }}
-# Generated from agent/admission/policy/policy.ts by scripts/gen-manifests.ts.
+# Generated from agent/admission/policy/policy.ts and agent/manifests/gate.ts by scripts/gen-manifests.ts.
 ${docs.join('\n---\n')}
 {{- end }}
 `;

@@ -46,7 +46,7 @@ chart=charts/ownerrefs-agent
 check "$chart/Chart.yaml" version "$(sed -n 's/^version: *//p' "$chart/Chart.yaml" | tr -d '"')"
 check "$chart/Chart.yaml" appVersion "$(sed -n 's/^appVersion: *//p' "$chart/Chart.yaml" | tr -d '"')"
 check "$chart/values.yaml" image.tag "$(sed -n '/^image:/,/^[^ ]/s/^  tag: *//p' "$chart/values.yaml" | tr -d '"')"
-for f in daemonset.yaml webhook.yaml; do
+for f in daemonset.yaml webhook.yaml admission-policy.yaml; do
   while read -r img; do check "$f" "image $img" "${img##*:}"; done < <(sed -n "s|^ *image: *\"\{0,1\}\($REPO:[^\"]*\)\"\{0,1\}$|\1|p" "$f")
 done
 grep -q "^## \[$V\] - [0-9]\{4\}-[0-9]\{2\}-[0-9]\{2\}$" CHANGELOG.md ||

@@ -11,6 +11,7 @@
 
 import { ANNOTATION_KEYS } from '../../projections/names.ts';
 import { AGENT_SERVICE_ACCOUNT } from './agentpolicy.ts';
+import { gateUser } from './gate.ts';
 import { celString } from './cel.ts';
 import { validatingPolicy } from './vap.ts';
 
@@ -22,7 +23,8 @@ export function annotationWritersPolicy(namespace: string): Record<string, unkno
   const annotations = (o: string) => `has(${o}.metadata.annotations) ? ${o}.metadata.annotations : {}`;
   return validatingPolicy(WRITERS_POLICY_NAME, {
     matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] }] },
-    matchConditions: [{ name: 'not-the-ownerrefs-agent', expression: `request.userInfo.username != ${celString(agent)}` }],
+    // The agent, and the gate's lifter (admission.mode=policy): each bounded by a policy of its own.
+    matchConditions: [{ name: 'not-an-ownerrefs-writer', expression: `!(request.userInfo.username in [${celString(agent)}, ${celString(gateUser(namespace))}])` }],
     variables: [
       { name: 'ours', expression: `[${ANNOTATION_KEYS.map(celString).join(', ')}]` },
       { name: 'annotations', expression: annotations('object') },

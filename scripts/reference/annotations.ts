@@ -11,7 +11,7 @@ import { annotationValue, CHAIN_KEYS, REWRITTEN_FIELDS } from '../../projections
 import { FILES } from '../../projections/index.ts';
 import { code, describeAll, header, table } from './common.ts';
 import { SAMPLE_CHAIN, SAMPLE_NODE, SAMPLE_OWNERS } from './sample.ts';
-import { ANNOTATION_VOLUME, RETIRING_ANNOTATION, ANNOTATIONS, annotationField, type AnnotationKey } from '../../projections/names.ts';
+import { ANNOTATION_VOLUME, GATED_LABEL, RETIRING_ANNOTATION, SCHEDULING_GATE, ANNOTATIONS, annotationField, type AnnotationKey } from '../../projections/names.ts';
 
 const UNRESOLVED = '`(unresolved: REASON)` while the chain stops short of its top (REASON its end: [files](files.md#chain-end-reasons))';
 
@@ -90,6 +90,18 @@ ${table(['Annotation', 'On', 'Value', 'Meaning'], [
     'Opt in: keep the files in these `emptyDir` volumes of the pod ([files](files.md)). Each name must be a DNS-1123 label naming an `emptyDir` in `spec.volumes`. Removing the annotation stops updates and leaves the files; so does dropping a volume from the list: the agent never deletes what a pod may be reading. (A pod with an `ownerrefs.dev` CSI volume needs no annotation.)'],
   [code(RETIRING_ANNOTATION), `the webhook's Secret (\`--secret\`, default ${code(secret)}), self-managed TLS`, 'comma-separated SHA-256 fingerprints',
     `Written by the webhook: the CAs in \`ca.crt\` that a new CA replaced. Each replica keeps trusting them for ${RETIRE_MS / 60_000} minutes after it first sees them listed, so a replica still serving the old pair keeps being called, then drops them.`],
+])}
+
+## Policy mode's scheduling gate
+
+With \`admission.mode=policy\`, a Pod created reading a value of its controller chain (the
+workload's name, uid or kind, the chain, \`workloadOwnerReferences\`, the OpenTelemetry
+attributes), and not bound at creation, gets these from the MutatingAdmissionPolicy. The gate's
+lifter (\`ownerrefs-agent gate\`) writes the values, then removes both in the same PATCH.
+
+${table(['Name', 'On', 'Value', 'Meaning'], [
+  [code(SCHEDULING_GATE), 'Pod \`spec.schedulingGates\`', '', 'No node is chosen, and no container starts, until the lifter has written the workload\'s values: the pod shows \`SchedulingGated\` meanwhile ([events](events.md) say what it waits for).'],
+  [code(GATED_LABEL), 'Pod label', 'empty', 'What the lifter watches (every namespace, by this label alone): removed with the gate.'],
 ])}
 `;
 }

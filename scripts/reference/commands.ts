@@ -6,6 +6,7 @@ import { EXIT_DENIED, INJECT_HELP } from '../../agent/cli/inject.ts';
 import { EXIT_REFUSED, RENDER_HELP } from '../../agent/cli/render.ts';
 import { COMMANDS, EXIT, mainHelp, RUN_FLAGS, runHelp } from '../../agent/config.ts';
 import { WEBHOOK_FLAGS, webhookHelp } from '../../agent/admission/webhook/config.ts';
+import { GATE_FLAGS, gateHelp } from '../../agent/admission/gate/config.ts';
 import { block, code, describeAll, header, sentence, table } from './common.ts';
 
 interface Flag {
@@ -28,6 +29,7 @@ const DOCS: Record<string, CommandDoc> = {
   run: { help: runHelp, flags: RUN_FLAGS, intro: 'The agent itself: the DaemonSet runs it on every node.' },
   render: { help: () => RENDER_HELP, intro: 'The agent\'s dry run for one Pod manifest, for people and CI: the same admission code the agent runs on every pod event.' },
   webhook: { help: webhookHelp, flags: WEBHOOK_FLAGS, intro: 'The admission webhook, its own process: the chart\'s webhook Deployment (or `webhook.yaml`) runs it.' },
+  gate: { help: gateHelp, flags: GATE_FLAGS, intro: 'In `admission.mode=policy`, the lifter of the scheduling gate the policy puts on pods that read their workload: the chart\'s `ownerrefs-gate` Deployment (or `admission-policy.yaml`) runs it.' },
   inject: { help: () => INJECT_HELP, intro: 'The webhook\'s rewrite, offline: for review, and for GitOps pipelines that pre-render manifests.' },
   doctor: { help: () => DOCTOR_HELP, intro: 'An operator\'s checks of one node, each answered OK, or FAIL/WARN with the fix; SKIP for a check the credentials at hand may not make.' },
 };

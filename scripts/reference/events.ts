@@ -6,11 +6,12 @@ import { EVENT_IN_FLIGHT, EVENT_LIMIT, EVENT_QUEUE, SYNC_RETRY } from '../../age
 import * as kubeEvents from '../../agent/kube/events.ts';
 import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
 import * as keeper from '../../agent/annotations/keeper.ts';
+import * as lifter from '../../agent/admission/gate/lifter.ts';
 import { code, describeAll, header, seconds, sentence, table } from './common.ts';
 
 /** Every module that posts Events exports its reasons as REASON_*: a new one is found here. */
 // Sorted: a module namespace's key order differs between Node and vitest's loader.
-const REASONS = [kubeEvents, keeper].flatMap((m) => Object.entries(m).filter(([k]) => k.startsWith('REASON_')).map(([, v]) => String(v))).sort();
+const REASONS = [kubeEvents, keeper, lifter].flatMap((m) => Object.entries(m).filter(([k]) => k.startsWith('REASON_')).map(([, v]) => String(v))).sort();
 
 const WRITE_FAILED: FailureReason = 'WriteFailed';
 
@@ -28,6 +29,18 @@ const EVENTS: Record<string, EventDoc> = {
   [keeper.REASON_ANNOTATION_FAILED]: {
     on: 'Pod',
     when: 'The API server refused the agent\'s PATCH of the pod\'s `ownerrefs.dev/` annotations (403 or 422: RBAC, the agent\'s ValidatingAdmissionPolicy, or a token that names another node or none). Retried with backoff; `ownerrefs-agent doctor` checks the token.',
+  },
+  [lifter.REASON_GATE_WAITING]: {
+    on: 'Pod',
+    when: '`admission.mode=policy`: the pod reads its workload\'s values, and the gate\'s lifter has not read its owners yet (`Pending`), or its reads fail (`Unavailable`). The pod stays `SchedulingGated`, no container started, and is retried with backoff; said once per pod.',
+  },
+  [lifter.REASON_GATE_UNRESOLVED]: {
+    on: 'Pod',
+    when: '`admission.mode=policy`: the lifter may not or cannot read an owner of the pod\'s chain (`Forbidden`: apply `rbac-follow-owners.yaml`; `NotServed`; `KindNotFollowed`: `--follow-kinds`). It wrote the values as `(unresolved: REASON)`, as the webhook does, and lifted the gate.',
+  },
+  [lifter.REASON_GATE_FAILED]: {
+    on: 'Pod',
+    when: '`admission.mode=policy`: the lifter\'s PATCH, which writes the values and lifts the gate, failed other than by a conflict (403: its RBAC or its ValidatingAdmissionPolicy `ownerrefs-gate.ownerrefs.dev`). The pod stays gated; retried with backoff.',
   },
   [kubeEvents.REASON_INVALID_NODE_LABEL]: {
     on: 'Node',
@@ -47,14 +60,15 @@ export function eventsPage(): string {
   const whose = (r: FailureReason) => NODE_SIDE_REASONS.includes(r) ? 'the node' : 'the pod\'s author';
   const metrics = new AgentMetrics({ processMetrics: false });
   const name = (m: unknown) => (m as { name: string }).name;
-  return `${header(['agent/kube/events.ts', 'agent/annotations/keeper.ts', 'agent/common/errors.ts'])}
+  return `${header(['agent/kube/events.ts', 'agent/annotations/keeper.ts', 'agent/admission/gate/lifter.ts', 'agent/common/errors.ts'])}
 # Events
 
 The agent reports what someone must fix as Warning Events on the object at fault: the pod
 (its author's to fix) or the agent's own Node (the operator's), with \`reportingComponent\`
 \`ownerrefs.dev/agent\` and the node's name as \`reportingInstance\`. Events on a Node are in
-the \`default\` namespace, as the kubelet's are. The webhook posts none: its denials and warnings
-are in the API server's answer to whoever applied the object.
+the \`default\` namespace, as the kubelet's are. The gate's lifter (\`admission.mode=policy\`) posts
+its own on the pods it holds, with its pod's name as \`reportingInstance\`. The webhook posts
+none: its denials and warnings are in the API server's answer to whoever applied the object.
 
 ${table(['Reason', 'Type', 'On', 'When'], rows)}
 

@@ -12,6 +12,8 @@ import { startCsi } from '../../agent/files/csi/start.ts';
 import { AgentMetrics } from '../../agent/monitoring/metrics.ts';
 import { WEBHOOK_FLAGS } from '../../agent/admission/webhook/config.ts';
 import { webhookMetrics } from '../../agent/admission/webhook/command.ts';
+import { gateMetrics } from '../../agent/admission/gate/command.ts';
+import { GATE_FLAGS } from '../../agent/admission/gate/config.ts';
 import { code, header, sentence, table } from './common.ts';
 
 interface Row {
@@ -73,7 +75,9 @@ export async function metricsPage(): Promise<string> {
   const agentDefaults = defaultFamilies(new AgentMetrics().registry, agentOwn);
   const webhookOwn = webhookMetrics(() => 0, { processMetrics: false }).registry;
   const webhookDefaults = defaultFamilies(webhookMetrics(() => 0).registry, webhookOwn);
-  return `${header(['agent/monitoring/metrics.ts', 'agent/files/csi/start.ts', 'agent/admission/webhook/command.ts'])}
+  const gateOwn = gateMetrics(() => 0, { processMetrics: false }).registry;
+  const gateDefaults = defaultFamilies(gateMetrics(() => 0).registry, gateOwn);
+  return `${header(['agent/monitoring/metrics.ts', 'agent/files/csi/start.ts', 'agent/admission/webhook/command.ts', 'agent/admission/gate/command.ts'])}
 # Metrics
 
 Both processes serve Prometheus' text format at \`/metrics\`, on the plain-HTTP port that also
@@ -92,5 +96,11 @@ ${metricTable(agent, agentDefaults)}
 ## Webhook (\`ownerrefs-agent webhook\`)
 
 ${metricTable(rowsOf(webhookOwn), webhookDefaults)}
+
+## Gate's lifter (\`ownerrefs-agent gate\`, \`admission.mode=policy\`)
+
+On its own \`--health-addr\` (default ${code(GATE_FLAGS['health-addr'].def)}).
+
+${metricTable(rowsOf(gateOwn), gateDefaults)}
 `;
 }

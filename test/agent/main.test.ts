@@ -105,7 +105,7 @@ describe('ownerrefs-agent output', () => {
   it('answers an unknown command in one line, exit 2', () => {
     const r = spawnSync(process.execPath, [MAIN, 'bogus\x1b[2J'], { encoding: 'utf8', timeout: 30_000 });
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/^ownerrefs-agent: unknown command "bogus\\u001b\[2J"; the commands are run, render, webhook, inject and doctor/);
+    expect(r.stderr).toMatch(/^ownerrefs-agent: unknown command "bogus\\u001b\[2J"; the commands are run, render, webhook, gate, inject and doctor/);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 });

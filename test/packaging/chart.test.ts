@@ -50,12 +50,12 @@ describe('the chart', () => {
     .filter((k) => /^Mutating|^Deployment$/.test(k)))].sort();
   it.each([
     ['none by default', [], []],
-    ['policy: the policies and bindings, no webhook', ['--set', 'admission.mode=policy'], ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']],
+    ['policy: the policies and bindings, and the gate\'s lifter (a Deployment), no webhook', ['--set', 'admission.mode=policy'], ['Deployment', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']],
     ['webhook', ['--set', 'admission.mode=webhook'], ['Deployment', 'MutatingWebhookConfiguration']],
     ['webhook.enabled=true, as mode webhook', ['--set', 'webhook.enabled=true'], ['Deployment', 'MutatingWebhookConfiguration']],
     ['both, the step from webhook to policy: the two together', ['--set', 'admission.mode=both'], ['Deployment', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding', 'MutatingWebhookConfiguration']],
     ['auto on an API server without MutatingAdmissionPolicy v1: the webhook', ['--set', 'admission.mode=auto'], ['Deployment', 'MutatingWebhookConfiguration']],
-    ['auto on one that serves it: the policies', ['--set', 'admission.mode=auto', '--api-versions', MAP_API], ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']],
+    ['auto on one that serves it: the policies and the gate\'s lifter', ['--set', 'admission.mode=auto', '--api-versions', MAP_API], ['Deployment', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding']],
   ])('admission.mode, %s', (_what, args, kinds) => {
     expect(admissionKinds(args)).toEqual(kinds);
   });

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../support/docblocks.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
-const FILES = ['package.json', 'CHANGELOG.md', 'scripts/release.sh', 'charts/ownerrefs-agent/Chart.yaml', 'charts/ownerrefs-agent/values.yaml', 'daemonset.yaml', 'webhook.yaml', 'kubectl-plugin/ownerrefs.krew.yaml'];
+const FILES = ['package.json', 'CHANGELOG.md', 'scripts/release.sh', 'charts/ownerrefs-agent/Chart.yaml', 'charts/ownerrefs-agent/values.yaml', 'daemonset.yaml', 'webhook.yaml', 'admission-policy.yaml', 'kubectl-plugin/ownerrefs.krew.yaml'];
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** A copy of the files the check reads, `edit` applied to one of them; the check's exit code and stderr. */
@@ -39,6 +39,7 @@ describe('release: one version, and the architectures it builds', () => {
     ['charts/ownerrefs-agent/values.yaml', `tag: "${VERSION}"`, 'tag: "9.9.9"', 'image.tag'],
     ['daemonset.yaml', `ownerrefs-agent:${VERSION}`, 'ownerrefs-agent:9.9.9', 'image ghcr.io/ownerrefs-dev/ownerrefs-agent:9.9.9'],
     ['webhook.yaml', `ownerrefs-agent:${VERSION}`, 'ownerrefs-agent:9.9.9', 'image ghcr.io/ownerrefs-dev/ownerrefs-agent:9.9.9'],
+    ['admission-policy.yaml', `ownerrefs-agent:${VERSION}`, 'ownerrefs-agent:9.9.9', 'image ghcr.io/ownerrefs-dev/ownerrefs-agent:9.9.9'],
     ['kubectl-plugin/ownerrefs.krew.yaml', `version: v${VERSION}`, 'version: v9.9.9', 'spec.version'],
   ])('stops when %s differs (%s)', (file, from, to, what) => {
     const r = check({ file, from, to });

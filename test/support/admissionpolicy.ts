@@ -12,7 +12,15 @@ import { kepSpec, workload, WORKLOAD_KINDS } from './podspecs.ts';
 const SHIPPED = path.join(import.meta.dirname, '..', '..', 'admission-policy.yaml');
 
 /** The objects of admission-policy.yaml, in its order. */
-export const shippedPolicies = (): KubernetesObject[] => readFileSync(SHIPPED, 'utf8').split(/^---$/m).map((d) => parseYaml(d) as KubernetesObject);
+export const shipped = (): KubernetesObject[] => readFileSync(SHIPPED, 'utf8').split(/^---$/m).map((d) => parseYaml(d) as KubernetesObject);
+/** rbac-follow-owners.yaml: what the workload's values need (the lifter reads the owners' owners). */
+export const followOwnersRbac = (): KubernetesObject[] => readFileSync(path.join(import.meta.dirname, '..', '..', 'rbac-follow-owners.yaml'), 'utf8').split(/^---$/m)
+  .map((d) => parseYaml(d) as KubernetesObject).filter((o) => o?.kind);
+const POLICY_KINDS = ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+/** Its policies and bindings: the mutating ones, then the gate's bounding one. */
+export const shippedPolicies = (): KubernetesObject[] => shipped().filter((o) => POLICY_KINDS.includes(o.kind!));
+/** The gate's ServiceAccount and RBAC (its Deployment is run as a process here: localcluster/gateproc.ts). */
+export const shippedGateRbac = (): KubernetesObject[] => shipped().filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!));
 
 export interface InstalledPolicies {
   /** What the API server stores for `obj` in the namespace: a server-side dry run, so admission runs and nothing is kept. */
@@ -27,8 +35,8 @@ export interface InstalledPolicies {
  */
 export async function installPolicies(kc: KubeConfig, ns: string): Promise<InstalledPolicies> {
   const objects = KubernetesObjectApi.makeApiClient(kc);
-  const shipped = shippedPolicies();
-  for (const o of shipped) await objects.create(o);
+  const policies = shippedPolicies();
+  for (const o of policies) await objects.create(o);
   const admitted = (obj: Record<string, unknown>) =>
     objects.create({ ...obj, metadata: { ...obj.metadata as object, namespace: ns } } as KubernetesObject, undefined, 'All') as Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
   // Until a policy is loaded the API server alone answers, and refuses the field (422).
@@ -43,9 +51,11 @@ export async function installPolicies(kc: KubeConfig, ns: string): Promise<Insta
     admitted,
     async remove() {
       const api = kc.makeApiClient(AdmissionregistrationV1Api);
-      for (const o of shipped) {
+      for (const o of policies) {
         const name = o.metadata!.name!;
-        await (o.kind === 'MutatingAdmissionPolicy' ? api.deleteMutatingAdmissionPolicy({ name }) : api.deleteMutatingAdmissionPolicyBinding({ name })).catch(() => undefined);
+        const del = { MutatingAdmissionPolicy: () => api.deleteMutatingAdmissionPolicy({ name }), MutatingAdmissionPolicyBinding: () => api.deleteMutatingAdmissionPolicyBinding({ name }),
+          ValidatingAdmissionPolicy: () => api.deleteValidatingAdmissionPolicy({ name }), ValidatingAdmissionPolicyBinding: () => api.deleteValidatingAdmissionPolicyBinding({ name }) }[o.kind!];
+        await del?.().catch(() => undefined);
       }
     },
   };

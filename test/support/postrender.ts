@@ -15,7 +15,7 @@ export interface Harness {
   server: string;
   /** The agent's health port on the host network. */
   agentPort: number;
-  /** What a pod on the node's bridge (a webhook replica) needs to reach the API server. */
+  /** What a pod on the node's bridge (a webhook or gate replica) needs to reach the API server. */
   pods?: { hostAliases: Obj[]; env: Obj[] };
 }
 
@@ -31,7 +31,7 @@ export function patchForHarness(objs: Obj[], h: Harness): Obj[] {
       c.env.push({ name: 'KUBERNETES_SERVICE_HOST', value: api.hostname }, { name: 'KUBERNETES_SERVICE_PORT', value: api.port });
       c.args = c.args.map((a: string) => (a.startsWith('--health-addr=') ? `--health-addr=0.0.0.0:${h.agentPort}` : a));
       c.ports = [{ name: 'http-health', containerPort: h.agentPort, protocol: 'TCP' }];
-    } else if (o.kind === 'Deployment' && o.metadata.name === 'ownerrefs-webhook' && h.pods) {
+    } else if (o.kind === 'Deployment' && ['ownerrefs-webhook', 'ownerrefs-gate'].includes(o.metadata.name) && h.pods) {
       spec.hostAliases = h.pods.hostAliases;
       for (const c of spec.containers) c.env = [...c.env ?? [], ...h.pods.env];
     }

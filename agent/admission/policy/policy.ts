@@ -13,12 +13,14 @@
 //      object (the owners document, the controller's kind, name and uid), byte-identical to
 //      render's, over any value its author wrote;
 //   3. every other ownerrefs.dev/ annotation its author wrote is removed: those the agent
-//      sets (the chain's values, the Node's) appear only once it has read them.
-// The chain's values need reads of the owners' owners, which CEL cannot make: a pod that
-// reads them has them from the agent, not at its creation (docs/INSTALL.md).
+//      sets (the chain's values, the Node's) appear only once it has read them;
+//   4. a Pod being created that reads a value of its controller chain, and is not bound yet,
+//      gets SCHEDULING_GATE and GATED_LABEL: the chain's values need reads of the owners'
+//      owners, which CEL cannot make, so the gate's lifter (admission/gate/) writes them and
+//      lifts the gate, and no container of the pod starts without them.
 
-import { REWRITTEN_FIELDS } from '../../../projections/annotations.ts';
-import { ANNOTATION_KEYS, ANNOTATIONS, annotationField, WEBHOOK_CONFIG_NAME, type AnnotationKey } from '../../../projections/names.ts';
+import { CHAIN_KEYS, REWRITTEN_FIELDS } from '../../../projections/annotations.ts';
+import { ANNOTATION_KEYS, ANNOTATIONS, annotationField, GATED_LABEL, SCHEDULING_GATE, WEBHOOK_CONFIG_NAME, type AnnotationKey } from '../../../projections/names.ts';
 import { rulesByGroup, WORKLOAD_KINDS, type WorkloadKind } from '../../../projections/workloadkinds.ts';
 import { MATCH } from '../../manifests/webhookconfig.ts';
 import { celLiteral, celOwnerReferencesJson } from './celjson.ts';
@@ -78,6 +80,18 @@ function annotationOps(): string {
   return `(${[...removes, ...sets].join(' + ')})`;
 }
 
+/** CEL: does the Pod read a value of its controller chain, and is it unbound (the API server refuses a gate on a bound pod)? */
+const GATED = `[${[...CHAIN_KEYS].flatMap(pathsReading).map(celLiteral).join(', ')}].exists(p, p in variables.fieldPaths) && ${opt('object.spec', ['nodeName'], "''")} == ''`;
+
+/** CEL: step 4's operations, JSONPatch values (a typed gate, the labels map made first when the pod has none). */
+// The list is made empty first, then the gate appended: the API server fails on a list of
+// typed objects as one value.
+const GATE_OPS = `(variables.gated ? ` +
+  `(has(object.spec.schedulingGates) ? [] : [JSONPatch{op: 'add', path: '/spec/schedulingGates', value: []}]) + ` +
+  `[JSONPatch{op: 'add', path: '/spec/schedulingGates/-', value: Object.spec.schedulingGates{name: ${celLiteral(SCHEDULING_GATE)}}}] + ` +
+  `(has(object.metadata.labels) ? [] : [JSONPatch{op: 'add', path: '/metadata/labels', value: {}}]) + ` +
+  `[JSONPatch{op: 'add', path: ${celLiteral(pointer('metadata', 'labels', GATED_LABEL))}, value: ''}] : [])`;
+
 /** The policy for one webhook's kinds. */
 function policy(name: WorkloadKind['webhook'], kinds: readonly WorkloadKind[]): Record<string, unknown> {
   const pod = kinds.every((w) => w.kind === 'Pod');
@@ -92,11 +106,12 @@ function policy(name: WorkloadKind['webhook'], kinds: readonly WorkloadKind[]): 
       { name: 'controllers', expression: `variables.owners.filter(o, ${opt('o', ['controller'], 'false')})` },
       { name: 'ownerReferences', expression: celOwnerReferencesJson('variables.owners') },
       { name: 'annotationOps', expression: annotationOps() },
+      { name: 'gated', expression: GATED },
     ] : [],
   ];
   // A Pod's annotations map is made first when the pod has none and one is to be set.
   const expression = pod
-    ? `${specOps} + (size(variables.annotationOps) > 0 && !has(object.metadata.annotations) ? [JSONPatch{op: 'add', path: '/metadata/annotations', value: {}}] : []) + variables.annotationOps.map(o, o.op == 'remove' ? JSONPatch{op: 'remove', path: o.path} : JSONPatch{op: 'add', path: o.path, value: o.value})`
+    ? `${specOps} + (size(variables.annotationOps) > 0 && !has(object.metadata.annotations) ? [JSONPatch{op: 'add', path: '/metadata/annotations', value: {}}] : []) + variables.annotationOps.map(o, o.op == 'remove' ? JSONPatch{op: 'remove', path: o.path} : JSONPatch{op: 'add', path: o.path, value: o.value}) + ${GATE_OPS}`
     : specOps;
   const operations = pod ? ['CREATE'] : ['CREATE', 'UPDATE'];
   return {

@@ -9,7 +9,7 @@ import { startHealthServer } from '../../monitoring/health.ts';
 import { F } from '../../monitoring/logfields.ts';
 import type { WebhookConfig } from './config.ts';
 import { SERVED_KINDS } from './review.ts';
-import { AdmissionChains } from './chains.ts';
+import { AdmissionChains } from '../../owners/admissionchains.ts';
 import { startWebhookServer } from './server.ts';
 import { TlsSource } from './tlssource.ts';
 import { DENIAL_REASONS } from './objects.ts';

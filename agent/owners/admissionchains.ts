@@ -1,4 +1,4 @@
-// The controller chains the webhook writes into a pod's annotations at its admission, so that
+// The controller chains admission writes (the webhook, and the gate's lifter in policy mode) into a pod's annotations at its admission, so that
 // the workload's identity is right at the first container start. Owners' metadata comes from
 // the agent's own OwnerMetadataCache (owners/ownermeta.ts): metadata-only reads from the API
 // server's watch cache, each owner read once and shared by every pod that has it, at most
@@ -10,11 +10,11 @@
 // (Forbidden, NotFound, ...), never with a guess.
 
 import type { Logger } from 'pino';
-import type { ControllerChain, OwnerReference } from '../../../projections/index.ts';
-import { realClock, type Clock } from '../../common/clock.ts';
-import type { ApiClient } from '../../kube/client.ts';
-import { BUILTIN_KINDS, OwnerMetadataCache, type FollowedKind } from '../../owners/ownermeta.ts';
-import { walkChain } from '../../owners/chain.ts';
+import type { ControllerChain, OwnerReference } from '../../projections/index.ts';
+import { realClock, type Clock } from '../common/clock.ts';
+import type { ApiClient } from '../kube/client.ts';
+import { BUILTIN_KINDS, OwnerMetadataCache, type FollowedKind } from './ownermeta.ts';
+import { walkChain } from './chain.ts';
 
 export interface AdmissionChainsOptions {
   client: ApiClient;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../../../agent/kube/client.ts';
-import { AdmissionChains } from '../../../../agent/admission/webhook/chains.ts';
-import { memoryLogger } from '../../../support/agentkit.ts';
-import { FakeClock } from '../../../support/clock.ts';
+import { ApiError } from '../../../agent/kube/client.ts';
+import { AdmissionChains } from '../../../agent/owners/admissionchains.ts';
+import { memoryLogger } from '../../support/agentkit.ts';
+import { FakeClock } from '../../support/clock.ts';
 
 const rs = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: 'rs-1', controller: true };
 const deploy = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd-1', controller: true };

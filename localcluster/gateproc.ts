@@ -1,0 +1,59 @@
+// Runs the gate's lifter (`node agent/main.ts gate`) as a child process, with credentials of
+// the ServiceAccount admission-policy.yaml makes for it (so exactly its RBAC, and its bounding
+// policy applies), in place of the Deployment: the test control plane has no cluster network.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { AGENT_ENV } from '../agent/config.ts';
+import { GATE_NAME } from '../agent/manifests/gate.ts';
+import { WEBHOOK_NAMESPACE } from '../projections/names.ts';
+import { apply, serviceAccountKubeconfig } from './agentproc.ts';
+import { waitFor } from './wait.ts';
+
+const MAIN = path.join(import.meta.dirname, '..', 'agent', 'main.ts');
+
+export interface GateProcess {
+  readonly child: ChildProcess;
+  logs(): string;
+  metric(name: string, labels?: string): Promise<number>;
+  stop(): Promise<number | null>;
+}
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => { for (const c of running) c.kill('SIGKILL'); });
+
+/**
+ * Applies `rbac` (the ServiceAccount, ClusterRole and binding of admission-policy.yaml), then
+ * starts the lifter with that ServiceAccount's token and waits until it has listed the gated pods.
+ */
+export async function startGate(admin: KubeConfig, dir: string, rbac: KubernetesObject[], opts: { args?: readonly string[] } = {}): Promise<GateProcess> {
+  await apply(admin, rbac);
+  const kubeconfig = await serviceAccountKubeconfig(admin, { namespace: WEBHOOK_NAMESPACE, name: GATE_NAME }, path.join(dir, 'gate.kubeconfig'));
+  const child = spawn(process.execPath, [MAIN, 'gate', `--kubeconfig=${kubeconfig}`, '--health-addr=127.0.0.1:0', '--log-level=debug', ...opts.args ?? []],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
+  running.add(child);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
+  let raw = '';
+  child.stdout!.on('data', (d: Buffer) => (raw += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
+  const line = await waitFor(() => {
+    if (child.exitCode !== null) throw new Error(`gate exited ${child.exitCode}:\n${raw}`);
+    return raw.split('\n').map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return undefined; } }).find((l) => l?.msg === 'gate lifting');
+  }, { timeoutMs: 30_000, describe: 'gate start', diagnostics: () => raw.slice(-4000) });
+  const health = `http://127.0.0.1:${line.healthPort as number}`;
+  await waitFor(async () => (await fetch(`${health}/readyz`)).status === 200 || undefined, { describe: 'gate ready', diagnostics: () => raw.slice(-4000) });
+  return {
+    child,
+    logs: () => raw,
+    async metric(name, labels = '') {
+      const body = await (await fetch(`${health}/metrics`)).text();
+      return body.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
