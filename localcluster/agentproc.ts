@@ -8,6 +8,7 @@ import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type Ku
 import { parseAllDocuments } from 'yaml';
 import { AGENT_ENV, NODE_FLAGS } from '../agent/config.ts';
 import { IMAGES } from './node/realnode.ts';
+import { metricSum } from './childlogs.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'agent', 'main.ts');
@@ -191,12 +192,7 @@ export async function startAgentProcess(opts: {
     logs: () => raw,
     get,
     metrics,
-    async metric(name, labels = '') {
-      const { body } = await get('/metrics');
-      return body.split('\n')
-        .filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
-        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-    },
+    metric: async (name, labels) => metricSum((await get('/metrics')).body, name, labels),
     async ready() {
       if (child.exitCode !== null) throw new Error(`the agent exited (${child.exitCode}) before it was ready: ${raw.slice(-2000)}`);
       try {

@@ -9,6 +9,7 @@ import { AGENT_ENV } from '../agent/config.ts';
 import { GATE_NAME } from '../agent/manifests/gate.ts';
 import { WEBHOOK_NAMESPACE } from '../projections/names.ts';
 import { apply, serviceAccountKubeconfig } from './agentproc.ts';
+import { capture, metricSum } from './childlogs.ts';
 import { waitFor } from './wait.ts';
 
 const MAIN = path.join(import.meta.dirname, '..', 'agent', 'main.ts');
@@ -34,23 +35,14 @@ export async function startGate(admin: KubeConfig, dir: string, rbac: Kubernetes
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
   running.add(child);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
-  let raw = '';
-  child.stdout!.on('data', (d: Buffer) => (raw += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
-  const line = await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`gate exited ${child.exitCode}:\n${raw}`);
-    return raw.split('\n').map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return undefined; } }).find((l) => l?.msg === 'gate lifting');
-  }, { timeoutMs: 30_000, describe: 'gate start', diagnostics: () => raw.slice(-4000) });
+  const out = capture(child, 'gate');
+  const line = await out.line('gate lifting', 'gate start');
   const health = `http://127.0.0.1:${line.healthPort as number}`;
-  await waitFor(async () => (await fetch(`${health}/readyz`)).status === 200 || undefined, { describe: 'gate ready', diagnostics: () => raw.slice(-4000) });
+  await waitFor(async () => (await fetch(`${health}/readyz`)).status === 200 || undefined, { describe: 'gate ready', diagnostics: () => out.text().slice(-4000) });
   return {
     child,
-    logs: () => raw,
-    async metric(name, labels = '') {
-      const body = await (await fetch(`${health}/metrics`)).text();
-      return body.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
-        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-    },
+    logs: () => out.text(),
+    metric: async (name, labels) => metricSum(await (await fetch(`${health}/metrics`)).text(), name, labels),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       return exited;

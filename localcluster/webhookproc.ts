@@ -13,6 +13,7 @@ import { AGENT_ENV } from '../agent/config.ts';
 import { webhookConfiguration, type ClientConfig } from '../agent/manifests/webhookconfig.ts';
 import { WEBHOOK_NAMESPACE } from '../projections/names.ts';
 import { apply, serviceAccountKubeconfig } from './agentproc.ts';
+import { capture, metricSum } from './childlogs.ts';
 import { waitFor } from './wait.ts';
 
 const ROOT = path.join(import.meta.dirname, '..');
@@ -110,25 +111,16 @@ async function launch(reg: AdmissionregistrationV1Api, kubeconfig: string, port:
     env: { ...process.env, ...AGENT_ENV, OWNERREFS_SHUTDOWN_DELAY_SECONDS: '0' } });
   running.add(child);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
-  let raw = '';
-  child.stdout!.on('data', (d: Buffer) => (raw += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (raw += d.toString()));
-  const line = await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`webhook exited ${child.exitCode}:\n${raw}`);
-    return raw.split('\n').map((l) => { try { return JSON.parse(l) as Record<string, unknown>; } catch { return undefined; } })
-      .find((l) => l?.msg === 'webhook serving');
-  }, { timeoutMs: 30_000, describe: 'webhook start', diagnostics: () => raw.slice(-4000) });
+  const out = capture(child, 'webhook');
+  const raw = () => out.text();
+  const line = await out.line('webhook serving', 'webhook start');
   const healthPort = line.healthPort as number;
   await waitFor(async () => (await reg.readMutatingWebhookConfiguration({ name: 'ownerrefs.dev' })).webhooks?.every((w) => w.clientConfig.caBundle) || undefined,
-    { describe: 'the webhook puts its CA in caBundle', diagnostics: () => raw.slice(-4000) });
+    { describe: 'the webhook puts its CA in caBundle', diagnostics: () => raw().slice(-4000) });
   const w: WebhookProcess = {
     port, healthPort, child,
-    logs: () => raw,
-    async metric(name, labels = '') {
-      const body = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
-      return body.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === ' ' || l[name.length] === '{') && l.includes(labels))
-        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-    },
+    logs: raw,
+    metric: async (name, labels) => metricSum(await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text(), name, labels),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       return exited;

@@ -12,7 +12,7 @@ import { apply, serviceAccountKubeconfig } from '../../localcluster/agentproc.ts
 import { mergePatch } from '../../localcluster/patch.ts';
 import { GATED_LABEL, SCHEDULING_GATE, WEBHOOK_NAMESPACE } from '../../projections/names.ts';
 import { shipped, shippedGateRbac } from '../support/admissionpolicy.ts';
-import { apiStatus, waitFor } from '../support/cluster.ts';
+import { outcome, waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
@@ -22,17 +22,6 @@ const OTHER_GATE = 'example.com/hold';
 
 type Op = { op: string; path: string; value?: unknown };
 const seg = (s: string) => s.replaceAll('~', '~0').replaceAll('/', '~1');
-
-/** The status code and message of a refused request, or 200 and '' when it went through. */
-async function outcome(p: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await p;
-    return { code: 200, message: '' };
-  } catch (err) {
-    const body = (err as { body?: unknown }).body;
-    return { code: apiStatus(err) ?? 0, message: (JSON.parse(String(body)) as { message: string }).message };
-  }
-}
 
 describe("the gate's lifter's credentials against its ValidatingAdmissionPolicy", () => {
   const e = useE2E('secgate');

@@ -9,23 +9,12 @@ import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi,
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentKubeconfig, apply, manifestObjects, serviceAccountKubeconfig } from '../../localcluster/agentproc.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
-import { apiServerMetrics, apiStatus, clusterInfo, seriesSum, waitFor } from '../support/cluster.ts';
+import { apiServerMetrics, clusterInfo, outcome, seriesSum, waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
 const OURS = 'ownerrefs.dev/owner-references';
 const POLICY = /ValidatingAdmissionPolicy 'ownerrefs-agent\.ownerrefs\.dev' with binding 'ownerrefs-agent\.ownerrefs\.dev' denied request: /;
-
-/** The status code and message of a refused request, or 200 and '' when it went through. */
-async function outcome(p: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await p;
-    return { code: 200, message: '' };
-  } catch (err) {
-    const body = (err as { body?: unknown }).body;
-    return { code: apiStatus(err) ?? 0, message: (JSON.parse(String(body)) as { message: string }).message };
-  }
-}
 
 describe("the agent's credentials against its ValidatingAdmissionPolicy", () => {
   const e = useE2E('secpol');

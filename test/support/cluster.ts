@@ -40,6 +40,17 @@ export function apiStatus(err: unknown): number | undefined {
   return typeof e.statusCode === 'number' ? e.statusCode : undefined;
 }
 
+/** The status code and message of a refused client-node call, or 200 and '' when it went through (attack tests read both). */
+export async function outcome(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await p;
+    return { code: 200, message: '' };
+  } catch (err) {
+    const body = (err as { body?: unknown }).body;
+    return { code: apiStatus(err) ?? 0, message: (JSON.parse(String(body)) as { message: string }).message };
+  }
+}
+
 export interface WaitForOptions extends WaitOptions {
   // Control-plane logs to tail on timeout; defaults to the shared control plane's.
   logsDir?: string;
