@@ -80,11 +80,11 @@ export async function metricsPage(): Promise<string> {
   return `${header(['agent/monitoring/metrics.ts', 'agent/files/csi/start.ts', 'agent/admission/webhook/command.ts', 'agent/admission/gate/command.ts'])}
 # Metrics
 
-Both processes serve Prometheus' text format at \`/metrics\`, on the plain-HTTP port that also
+Each process serves Prometheus' text format at \`/metrics\`, on the plain-HTTP port that also
 serves \`/healthz\` and \`/readyz\`: the agent on \`--health-addr\` (default
 ${code(RUN_FLAGS['health-addr'].def)}), the webhook on its own \`--health-addr\` (default
 ${code(WEBHOOK_FLAGS['health-addr'].def)}). The chart's \`monitoring.podMonitor.enabled\` scrapes
-both, and \`monitoring.prometheusRule.enabled\` installs the alerting rules of
+them all (the gate's lifter too, below), and \`monitoring.prometheusRule.enabled\` installs the alerting rules of
 [\`charts/ownerrefs-agent/files/alerts.yaml\`](../../charts/ownerrefs-agent/files/alerts.yaml),
 each with a runbook in [RUNBOOKS.md](../RUNBOOKS.md). The meaning of each metric is its
 \`# HELP\` line.

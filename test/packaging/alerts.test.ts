@@ -39,11 +39,14 @@ describe('the alert rules', () => {
     }
   });
 
-  it('name only metrics the agent or the webhook exports (or the API server and kube-state-metrics do)', async () => {
+  it('name only metrics the agent, the webhook or the gate exports (or the API server and kube-state-metrics do)', async () => {
     const agent = (await new AgentMetrics().registry.getMetricsAsJSON()).map((m) => m.name);
     const webhookTs = readFileSync(path.join(ROOT, 'agent', 'admission', 'webhook', 'command.ts'), 'utf8');
     const webhook = [...webhookTs.matchAll(/name: '(ownerrefs_webhook_[a-z_]+)'/g)].map((m) => m[1]!);
-    const known = new Set([...agent, ...webhook]);
+    const gateTs = readFileSync(path.join(ROOT, 'agent', 'admission', 'gate', 'command.ts'), 'utf8');
+    const gate = [...gateTs.matchAll(/name: '(ownerrefs_gate_[a-z_]+)'/g)].map((m) => m[1]!);
+    expect(gate).toContain('ownerrefs_gate_pods_gated');
+    const known = new Set([...agent, ...webhook, ...gate]);
     const others = /^(up|apiserver_admission_webhook_[a-z_]+|kube_daemonset_[a-z_]+|kube_deployment_[a-z_]+)$/;
     for (const r of rules) {
       const bare = r.expr.replace(/\{[^}]*\}/g, '{}').replace(/\[[^\]]*\]/g, '[]').replace(/by \([^)]*\)/g, '');
