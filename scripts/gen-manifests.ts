@@ -187,6 +187,14 @@ ${policyModeObjects(WEBHOOK_NAMESPACE, `ghcr.io/ownerrefs-dev/ownerrefs-agent:${
 `;
 }
 
+/** `doc` with each replacement made; one that matches nothing is an error (the builder's shape changed). */
+function required(doc: string, edits: readonly [RegExp, string][]): string {
+  return edits.reduce((d, [re, to]) => {
+    if (!re.test(d)) throw new Error(`gen-manifests: the gate's Deployment has no match for ${re}`);
+    return d.replace(re, to);
+  }, doc);
+}
+
 /** The chart's template of the same objects, when admission.mode is policy or both (or auto on 1.36+). */
 export function admissionPolicyTemplate(): string {
   const NS = 'NAMESPACE-PLACEHOLDER';
@@ -195,7 +203,19 @@ export function admissionPolicyTemplate(): string {
     .replaceAll(NS, '{{ .Values.namespace.name }}')
     .replace(`image: ${IMAGE}`, 'image: {{ include "ownerrefs.image" . }}')
     .replace(/^(\s*)imagePullPolicy: IfNotPresent$/m, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}')
-    .replace(/^(\s*)value: info$/m, '$1value: {{ .Values.logLevel }}'));
+    .replace(/^(\s*)value: info$/m, '$1value: {{ .Values.logLevel }}'))
+    // The gate's Deployment from gate.* values: replicas, priority, pull secrets, placement, resources, flags.
+    .map((doc) => !/^kind: Deployment$/m.test(doc) ? doc : required(doc, [
+      [/^( {2})replicas: \d+$/m, '$1replicas: {{ .Values.gate.replicas }}'],
+      [/^( {6})serviceAccountName: (\S+)\n\s*priorityClassName: \S+\n/m,
+        '$1serviceAccountName: $2\n$1{{- with .Values.gate.priorityClassName }}\n$1priorityClassName: {{ . }}\n$1{{- end }}\n' +
+        '$1{{- with .Values.imagePullSecrets }}\n$1imagePullSecrets:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
+        '$1{{- with .Values.gate.nodeSelector }}\n$1nodeSelector:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
+        '$1{{- with .Values.gate.affinity }}\n$1affinity:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
+        '$1{{- with .Values.gate.tolerations }}\n$1tolerations:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n'],
+      [/^( {12})- --health-addr=0\.0\.0\.0:8081\n/m, '$1- --health-addr=0.0.0.0:8081\n$1{{- with .Values.gate.extraArgs }}\n$1{{- toYaml . | nindent 12 }}\n$1{{- end }}\n'],
+      [/^( {10})resources:\n(?: {12}.*\n)+/m, '$1resources:\n$1  {{- toYaml .Values.gate.resources | nindent 12 }}\n'],
+    ]));
   return `{{- if include "ownerrefs.admission.policy" . }}
 # Generated from agent/admission/policy/policy.ts and agent/manifests/gate.ts by scripts/gen-manifests.ts.
 ${docs.join('\n---\n')}

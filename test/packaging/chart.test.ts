@@ -72,6 +72,16 @@ describe('the chart', () => {
     expect(looked).toEqual([`MutatingWebhookConfiguration/${WEBHOOK_CONFIG_NAME}`, `MutatingAdmissionPolicyBinding/${policyName('pods')}`]);
   });
 
+  it('places and sizes the gate\'s lifter from gate.* values, with the pull secrets, in policy mode', () => {
+    const gate = objects(helmTemplate(helm, ['--set', 'admission.mode=policy', '--set', 'gate.replicas=3', '--set', 'gate.priorityClassName=',
+      '--set', 'gate.nodeSelector.pool=system', '--set-json', 'gate.tolerations=[{"key":"dedicated","operator":"Exists"}]', '--set-json', 'gate.extraArgs=["--owner-budget-ms=5000"]',
+      '--set', 'gate.resources.requests.cpu=50m', '--set-json', 'imagePullSecrets=[{"name":"mirror"}]'])).find((o) => o.kind === 'Deployment' && o.metadata.name === 'ownerrefs-gate')!;
+    const pod = gate.spec.template.spec;
+    expect({ replicas: gate.spec.replicas, priority: pod.priorityClassName, nodeSelector: pod.nodeSelector, tolerations: pod.tolerations, pullSecrets: pod.imagePullSecrets,
+      args: pod.containers[0].args, resources: pod.containers[0].resources }).toEqual({ replicas: 3, priority: undefined, nodeSelector: { pool: 'system' },
+      tolerations: [{ key: 'dedicated', operator: 'Exists' }], pullSecrets: [{ name: 'mirror' }], args: ['gate', '--health-addr=0.0.0.0:8081', '--owner-budget-ms=5000'], resources: { requests: { cpu: '50m', memory: '80Mi' }, limits: { memory: '256Mi' } } });
+  });
+
   it.each([
     ['two ways at once', ['--set', 'admission.mode=policy', '--set', 'webhook.enabled=true'], /webhook\.enabled=true and admission\.mode=policy: choose one/],
     ['a mode it does not know', ['--set', 'admission.mode=always'], /admission\/mode.*one of/],
