@@ -106,6 +106,9 @@ async function liftGates(argv: string[]): Promise<number> {
   await new Promise<void>((resolve) => {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
   });
+  gate.drain();
+  log.info({ seconds: cfg.shutdownDelayMs / 1000 }, 'shutting down: lifting the gates a policy being deleted still adds');
+  await new Promise((r) => setTimeout(r, cfg.shutdownDelayMs));
   await gate.stop();
   log.info('stopped');
   return EXIT.ok.code;

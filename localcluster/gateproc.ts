@@ -32,7 +32,8 @@ export async function startGate(admin: KubeConfig, dir: string, rbac: Kubernetes
   await apply(admin, rbac);
   const kubeconfig = await serviceAccountKubeconfig(admin, { namespace: WEBHOOK_NAMESPACE, name: GATE_NAME }, path.join(dir, 'gate.kubeconfig'));
   const child = spawn(process.execPath, [MAIN, 'gate', `--kubeconfig=${kubeconfig}`, '--health-addr=127.0.0.1:0', '--log-level=debug', ...opts.args ?? []],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV } });
+    // No shutdown delay unless a test asks for one (a flag wins over the variable): stop() is then prompt.
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...AGENT_ENV, OWNERREFS_SHUTDOWN_DELAY_SECONDS: '0' } });
   running.add(child);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => { running.delete(child); r(code); }));
   const out = capture(child, 'gate');

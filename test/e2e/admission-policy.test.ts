@@ -248,6 +248,22 @@ describe('admission.mode=policy on the real API server, with no webhook process'
     }
   });
 
+  it.runIf(CONTAINERS)('a stopping lifter goes on lifting through its shutdown delay: a pod gated after its SIGTERM, as while a deleted policy still applies, is lifted', async () => {
+    const gate = await startGate(e.kc, e.node.workDir, [...shippedGateRbac(), ...followOwnersRbac()], { args: ['--shutdown-delay-seconds=5'] });
+    const lifted = (name: string) => e.waitFor(async () => {
+      const p = await e.core.readNamespacedPod({ name, namespace: e.ns });
+      return (p.spec!.schedulingGates ?? []).length === 0 && p.metadata!.labels?.[GATED_LABEL] === undefined ? p : undefined;
+    }, `${name}'s gate lifted`, 30_000);
+    const { pod } = await readsWorkload('draining-web');
+    const first = await lifted(pod.metadata!.name!);
+    const stopped = gate.stop(); // SIGTERM, not awaited: the replica is stopping from here on
+    const late = await e.core.createNamespacedPod({ namespace: e.ns, body: { metadata: { name: 'gated-while-stopping', ownerReferences: first.metadata!.ownerReferences }, spec: readsKey(ANNOTATIONS.workloadName) } as V1Pod });
+    expect(late.spec!.schedulingGates).toEqual([{ name: SCHEDULING_GATE }]);
+    await lifted('gated-while-stopping');
+    expect(await stopped).toBe(0);
+    expect(gate.logs()).toContain('shutting down: lifting the gates a policy being deleted still adds');
+  });
+
   it.runIf(CONTAINERS)('with the lifter down, such a pod waits SchedulingGated and starts nothing; once it is up, the pod runs with its values', async () => {
     const { deployment, pod } = await readsWorkload('waits-web');
     const name = pod.metadata!.name!;

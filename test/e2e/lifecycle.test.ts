@@ -27,6 +27,8 @@ import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
 import { items } from '../support/e2e.ts';
 import { helm, readyAgent, type Rendering } from '../support/installed.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
+import { policyName } from '../../agent/admission/policy/policy.ts';
+import { GATED_LABEL } from '../../projections/names.ts';
 
 const run = promisify(execFile);
 const ROOT = path.join(import.meta.dirname, '..', '..');
@@ -302,5 +304,28 @@ describe.runIf(CONTAINERS)('upgrade, rollback and uninstall on a real node', () 
     await sleep(3_000);
     console.log('admission from webhook mode through both to policy mode:', admittedThroughout(await probe.stop(), 'annotation', 'annotation'));
     expect((await admission.listMutatingWebhookConfiguration()).items.map((h) => h.metadata!.name)).toEqual([]);
+  });
+
+  it('moves back from policy mode to webhook mode through both under pod creation: helm refuses the one-step switch, no pod is refused, no policy, lifter or gated pod is left', { timeout: 600_000 }, async () => {
+    const admission = e.kc.makeApiClient(AdmissionregistrationV1Api);
+    const upgrade = (mode: string) => helm(e, thisRender, ['upgrade', 'ownerrefs-agent', CHART, '--reset-then-reuse-values', '--set', `admission.mode=${mode}`]);
+    const ours = async () => (await admission.listMutatingAdmissionPolicyBinding()).items.map((b) => b.metadata!.name!).filter((n) => n.endsWith('.ownerrefs.dev'));
+    expect(await ours()).toContain(policyName('pods'));
+    const probe = probeAdmission(4, 20);
+    await sleep(1_000);
+    // Straight to the webhook, its configuration (failurePolicy Fail) would be in place before
+    // its replicas are ready: the chart refuses, and the release stays as it was.
+    await expect(upgrade('webhook')).rejects.toThrow(/admission\.mode=both first/);
+    expect((await admission.listMutatingWebhookConfiguration()).items).toEqual([]);
+    await upgrade('both');
+    await webhookOn('dev');
+    await upgrade('webhook');
+    await e.waitFor(async () => (await e.core.listNamespacedPod({ namespace: 'ownerrefs-system', labelSelector: 'app.kubernetes.io/name=ownerrefs-gate' })).items.length === 0 || undefined,
+      'the lifter\'s replicas gone', 120_000);
+    await sleep(3_000);
+    console.log('admission from policy mode through both to webhook mode:', admittedThroughout(await probe.stop(), 'annotation', 'annotation'));
+    expect(await ours()).toEqual([]);
+    expect((await admission.listMutatingWebhookConfiguration()).items.map((h) => h.metadata!.name)).toEqual(['ownerrefs.dev']);
+    expect((await e.core.listPodForAllNamespaces({ labelSelector: GATED_LABEL })).items.map((p) => p.metadata!.name)).toEqual([]);
   });
 });

@@ -67,9 +67,10 @@ describe('the chart', () => {
     expect(byKind(rendered)).toEqual(byKind(objects(read('admission-policy.yaml'))));
   });
 
-  it('admission.mode: the guard against a one-step switch looks up the objects the webhook and the policies install, by their names in names.ts', () => {
+  it('admission.mode: the guards against a one-step switch, each way, look up the objects the webhook and the policies install, by their names in names.ts', () => {
     const looked = [...read('charts/ownerrefs-agent/templates/_helpers.tpl').matchAll(/lookup "[^"]*" "(\w+)" "" "([^"]+)"/g)].map(([, kind, name]) => `${kind}/${name}`);
-    expect(looked).toEqual([`MutatingWebhookConfiguration/${WEBHOOK_CONFIG_NAME}`, `MutatingAdmissionPolicyBinding/${policyName('pods')}`]);
+    const both = [`MutatingWebhookConfiguration/${WEBHOOK_CONFIG_NAME}`, `MutatingAdmissionPolicyBinding/${policyName('pods')}`];
+    expect(looked).toEqual([...both, ...both]);
   });
 
   it('places and sizes the gate\'s lifter from gate.* values, with the pull secrets, in policy mode', () => {

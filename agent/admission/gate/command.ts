@@ -32,6 +32,8 @@ export function gateMetrics(gated: () => number, opts: { processMetrics?: boolea
 
 export interface RunningGate {
   healthPort: number;
+  /** Unready from now on, still lifting (SIGTERM: main.ts waits the shutdown delay, then stops). */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -53,14 +55,18 @@ export async function startGate(cfg: GateConfig, log: Logger): Promise<RunningGa
     resource: 'pods', path: `/api/v1/pods?labelSelector=${encodeURIComponent(GATED_LABEL)}`, client, handler: lifter,
     observer: { failed: (err, backoffMs) => log.warn({ [F.resource]: 'pods', [F.err]: err, [F.backoffMs]: backoffMs }, 'watch failed; retrying') },
   });
+  let draining = false;
   const ac = new AbortController();
   const watching = pods.run(ac.signal);
   const health = await startHealthServer({ host: cfg.healthHost, port: cfg.healthPort, registry,
-    ready: () => (pods.synced ? [] : ['gated pods not listed yet']) });
+    ready: () => (draining ? ['shutting down'] : pods.synced ? [] : ['gated pods not listed yet']) });
   const healthPort = (health.address() as { port: number }).port;
   log.info({ healthPort }, 'gate lifting');
   return {
     healthPort,
+    drain() {
+      draining = true;
+    },
     async stop() {
       ac.abort();
       await watching.catch(() => undefined);

@@ -15,6 +15,12 @@ export interface GateConfig {
   ownerRefreshMs: number;
   maxOwners: number;
   followKinds: FollowedKind[];
+  /**
+   * After SIGTERM, how long the lifter goes on lifting before it stops. The API server applies
+   * a deleted policy for up to about a second: when every replica goes at once (uninstall, or
+   * the switch from both to webhook), pods gated in that second are lifted by the stopping ones.
+   */
+  shutdownDelayMs: number;
 }
 
 /** Flag name, env var, default, help (one line: --help prints it). docs/reference/command-line.md is generated from these. */
@@ -26,6 +32,7 @@ export const GATE_FLAGS = {
   'owner-budget-ms': { env: 'OWNERREFS_OWNER_BUDGET_MS', def: '10000', help: 'the longest one pod\'s walk waits for owner reads before it is retried; the pod stays gated meanwhile' },
   'owner-refresh-seconds': { env: 'OWNERREFS_OWNER_REFRESH_SECONDS', def: '60', help: 'read an owner in use again after this long' },
   'max-owners': { env: 'OWNERREFS_MAX_OWNERS', def: '20000', help: 'owners held in the cache at most (the least lately used goes first)' },
+  'shutdown-delay-seconds': { env: 'OWNERREFS_SHUTDOWN_DELAY_SECONDS', def: '5', help: 'after SIGTERM, keep lifting (unready) this long before stopping, for the pods a policy being deleted still gates; under the pod\'s terminationGracePeriodSeconds' },
   'follow-kinds': { env: 'OWNERREFS_FOLLOW_KINDS', def: '', help: 'owner kinds to follow beyond the built-in workloads, group/version/Kind=resource,... (each needs get in rbac-follow-owners.yaml)' },
 } as const;
 
@@ -35,7 +42,7 @@ export function parseGateConfig(argv: string[], env: NodeJS.ProcessEnv): GateCon
   return {
     healthHost, healthPort, kubeconfig: get('kubeconfig') || undefined, logLevel: logLevel(get('log-level')), instance: get('instance'),
     ownerBudgetMs: num('owner-budget-ms', 0), ownerRefreshMs: num('owner-refresh-seconds', 1) * 1000, maxOwners: Math.floor(num('max-owners', 1)),
-    followKinds: parseFollowKinds(get('follow-kinds')),
+    followKinds: parseFollowKinds(get('follow-kinds')), shutdownDelayMs: num('shutdown-delay-seconds', 0) * 1000,
   };
 }
 

@@ -51,10 +51,12 @@ kubernetes.io/arch In .Values.architectures, and, with excludeVirtualKubelet, ty
 How KEP-4753's syntax is admitted: "none", "policy", "webhook" or "both" (admission.mode, with
 auto decided by what the API server serves, and webhook.enabled as mode webhook).
 
-A direct switch from the webhook to the policy is refused where helm can see the cluster: helm
-deletes the webhook's configuration as it creates the policy, and the API server loads a new
-policy up to about a second later, so pods created in between would meet neither. "both" is
-the step between; helm template (no cluster to look up) cannot tell and does not refuse.
+A direct switch between the webhook and the policy is refused where helm can see the cluster.
+To the policy: helm deletes the webhook's configuration as it creates the policy, and the API
+server loads a new policy up to about a second later, so pods created in between would meet
+neither. Back to the webhook: its configuration (failurePolicy Fail) is in place before its
+replicas are ready. "both" is the step between; helm template (no cluster to look up) cannot
+tell and does not refuse.
 */}}
 {{- define "ownerrefs.admission" -}}
 {{- $mode := .Values.admission.mode -}}
@@ -71,6 +73,13 @@ the step between; helm template (no cluster to look up) cannot tell and does not
 {{- $binding := lookup "admissionregistration.k8s.io/v1" "MutatingAdmissionPolicyBinding" "" "pods.ownerrefs.dev" -}}
 {{- if and $webhook (not $binding) -}}
 {{- fail "admission.mode=policy straight from the webhook would refuse the pods created while the API server loads the policy: upgrade with admission.mode=both first, then with admission.mode=policy (docs/INSTALL.md, \"From the webhook to the policy\")" -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq $resolved "webhook") (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
+{{- $webhook := lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" "ownerrefs.dev" -}}
+{{- $binding := lookup "admissionregistration.k8s.io/v1" "MutatingAdmissionPolicyBinding" "" "pods.ownerrefs.dev" -}}
+{{- if and $binding (not $webhook) -}}
+{{- fail "admission.mode=webhook straight from the policy would refuse the pods created until the webhook's replicas are ready: upgrade with admission.mode=both first, then with admission.mode=webhook (docs/INSTALL.md, \"From the webhook to the policy\")" -}}
 {{- end -}}
 {{- end -}}
 {{- $resolved -}}
