@@ -93,7 +93,10 @@ export function webhookTemplate(): string {
       .replace(/^(\s*)replicas: 2$/, '$1replicas: {{ .Values.webhook.replicas }}')
       .replace(/^(\s*)imagePullPolicy: IfNotPresent$/, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}')
       .replace(/^(\s*)priorityClassName: system-cluster-critical$/, '$1{{- with .Values.webhook.priorityClassName }}\n$1priorityClassName: {{ . }}\n$1{{- end }}')
-      .replace(/^(\s*)value: info$/, '$1value: {{ .Values.logLevel }}');
+      .replace(/^(\s*)value: info$/, '$1value: {{ .Values.logLevel }}')
+      // admission.mode=both: the policies admit on their own, so a webhook not ready yet (on the
+      // way back from the policy) must not refuse what they admitted.
+      .replace(/^(\s*)failurePolicy: Fail$/, '$1failurePolicy: {{ if eq (include "ownerrefs.admission" .) "both" }}Ignore{{ else }}Fail{{ end }}');
   }).join('\n')
     // The pod template's labels and annotations, placement and resources from webhook.* values.
     .replace(/^( {6})labels:\n( {8})app\.kubernetes\.io\/name: ownerrefs-webhook\n/m,

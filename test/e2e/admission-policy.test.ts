@@ -21,6 +21,7 @@ import { WORKLOAD_KINDS as KINDS } from '../../projections/workloadkinds.ts';
 import type { OwnerReference } from '../../projections/types.ts';
 import { followOwnersRbac, installPolicies, shippedGateRbac, shippedPolicies, type InstalledPolicies } from '../support/admissionpolicy.ts';
 import { startGate } from '../../localcluster/gateproc.ts';
+import { kubectlOwnerrefs } from '../support/plugin.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { kepSpec, workload, WORKLOAD_KINDS } from '../support/podspecs.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
@@ -275,10 +276,21 @@ describe('admission.mode=policy on the real API server, with no webhook process'
     await sleep(5_000);
     const still = await e.core.readNamespacedPod({ name, namespace: e.ns });
     expect({ phase: still.status?.phase, node: still.spec!.nodeName, containers: still.status?.containerStatuses }).toEqual({ phase: 'Pending', node: undefined, containers: undefined });
+    // What an operator sees: the policies bound, no lifter, and this pod waiting.
+    const plugin = await kubectlOwnerrefs(e.cp.kubeconfigPath);
+    // The lifter's Event on a pod it holds, as it posts it: status shows it beside the pod.
+    await e.core.createNamespacedEvent({ namespace: e.ns, body: { metadata: { generateName: 'gate-' }, reason: 'OwnerRefsGateWaiting', type: 'Warning',
+      message: 'the owners of this pod could not be read yet', involvedObject: { kind: 'Pod', namespace: e.ns, name, apiVersion: 'v1' } } });
+    const status = (await plugin('status')).stdout;
+    expect(status).toMatch(/^ {2}bound: .*\bpods\.ownerrefs\.dev\b/m);
+    expect(status).toMatch(/^GATE \(Deployment ownerrefs-system\/ownerrefs-gate\)\n {2}not installed: /m);
+    expect(status).toMatch(/^ {2}no replica of the lifter is ready: /m);
+    expect(status).toMatch(new RegExp(`^  ${e.ns}/${name} gated since \\d{4}-\\S+: OwnerRefsGateWaiting: the owners of this pod could not be read yet$`, 'm'));
     const gate = await startGate(e.kc, e.node.workDir, [...shippedGateRbac(), ...followOwnersRbac()]);
     try {
       const p = await running(name);
       expect(await e.exec(p, ['sh', '-c', 'printf "%s|%s" "$NAME" "$UID"'])).toBe(`waits-web|${deployment.metadata!.uid}`);
+      expect((await plugin('status')).stdout).not.toContain(`${e.ns}/${name} gated since`);
     } finally {
       await gate.stop();
     }

@@ -10,12 +10,12 @@ import { promisify } from 'node:util';
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { apply } from '../../localcluster/agentproc.ts';
-import { controlPlaneBinaries } from '../../localcluster/controlplane/controlplane.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
 import { freePort } from '../../localcluster/webhookproc.ts';
 import { CHART, helmBin } from '../../scripts/gen-manifests.ts';
 import { NODE_FLAGS, NODE_FLAGS_OPTIMIZING } from '../../agent/config.ts';
 import { items } from '../support/e2e.ts';
+import { kubectlOwnerrefs } from '../support/plugin.ts';
 import { readyAgent as waitReady, rendering as renderFor, type Rendering } from '../support/installed.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
 
@@ -84,12 +84,7 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)('the agent installed as a
 
   it('kubectl ownerrefs: status, doctor --node in the node\'s agent pod, inject; and on a node whose agent cannot start, why', { timeout: 400_000 }, async () => {
     const agent = await readyAgent();
-    const bin = await controlPlaneBinaries(); // kubectl, built with the control plane
-    // Asynchronous: exec and logs reach the kubelet through the control plane's egress proxy, which runs in this process.
-    const plugin = (...args: string[]) => new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
-      execFile('kubectl', ['ownerrefs', ...args], { env: { ...process.env, PATH: `${path.join(ROOT, 'kubectl-plugin')}:${bin}:${process.env.PATH}`, KUBECONFIG: e.cp.kubeconfigPath } },
-        (err, stdout, stderr) => resolve({ status: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
-    });
+    const plugin = await kubectlOwnerrefs(e.cp.kubeconfigPath);
     const status = await plugin('status');
     expect(status.stdout).toMatch(new RegExp(`^  ${e.node.name} +Running +true +yes +dev$`, 'm'));
     expect(status.stdout).toMatch(/^  ownerrefs-agent\.ownerrefs\.dev: bound/m);

@@ -73,6 +73,13 @@ describe('the chart', () => {
     expect(looked).toEqual([...both, ...both]);
   });
 
+  it('admission.mode=both: the webhook fails open, since the policies admit on their own; webhook mode fails closed', () => {
+    const policies = (mode: string) => objects(helmTemplate(helm, ['--set', `admission.mode=${mode}`, '--show-only', 'templates/webhook.yaml']))
+      .filter((o) => o.kind === 'MutatingWebhookConfiguration').flatMap((o) => o.webhooks.map((w: Obj) => w.failurePolicy));
+    expect(new Set(policies('both'))).toEqual(new Set(['Ignore']));
+    expect(new Set(policies('webhook'))).toEqual(new Set(['Fail']));
+  });
+
   it('places and sizes the gate\'s lifter from gate.* values, with the pull secrets, in policy mode', () => {
     const gate = objects(helmTemplate(helm, ['--set', 'admission.mode=policy', '--set', 'gate.replicas=3', '--set', 'gate.priorityClassName=',
       '--set', 'gate.nodeSelector.pool=system', '--set-json', 'gate.tolerations=[{"key":"dedicated","operator":"Exists"}]', '--set-json', 'gate.extraArgs=["--owner-budget-ms=5000"]',
