@@ -5,6 +5,14 @@
 // `patch pods`, server-side apply, a controller) is refused when its request changes, adds
 // or removes one of them; every other change of a pod goes through as before.
 //
+// Every way the API server has to write a pod's annotations is matched, not only `pods`:
+//   - an UPDATE (or PATCH) of any pod subresource: the status strategy keeps the request's
+//     metadata, so a merge patch of pods/<name>/status would store annotations (the kubelet
+//     sends the pod's as they are, and is refused only if it changes ours);
+//   - a Binding (pods/<name>/binding, or the older bindings resource): the API server copies
+//     its annotations onto the pod as it binds it, and no pod admission sees that. No scheduler
+//     sets ours, so a Binding may carry none.
+//
 // Break-glass: a cluster admin who must write one deletes this binding (an audited act),
 // writes, and applies the manifest again. No user or group is exempt in the policy itself,
 // so nothing but that act, or the agent, can write them.
@@ -22,13 +30,17 @@ export function annotationWritersPolicy(namespace: string): Record<string, unkno
   const agent = `system:serviceaccount:${namespace}:${AGENT_SERVICE_ACCOUNT}`;
   const annotations = (o: string) => `has(${o}.metadata.annotations) ? ${o}.metadata.annotations : {}`;
   return validatingPolicy(WRITERS_POLICY_NAME, {
-    matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] }] },
+    matchConstraints: { resourceRules: [
+      { apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods', 'pods/*'] },
+      { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods/binding', 'bindings'] },
+    ] },
     // The agent, and the gate's lifter (admission.mode=policy): each bounded by a policy of its own.
     matchConditions: [{ name: 'not-an-ownerrefs-writer', expression: `!(request.userInfo.username in [${celString(agent)}, ${celString(gateUser(namespace))}])` }],
     variables: [
       { name: 'ours', expression: `[${ANNOTATION_KEYS.map(celString).join(', ')}]` },
       { name: 'annotations', expression: annotations('object') },
-      { name: 'oldAnnotations', expression: annotations('oldObject') },
+      // A Binding is created: every one of ours it carries would be a change of the pod's.
+      { name: 'oldAnnotations', expression: `request.operation == 'CREATE' ? {} : (${annotations('oldObject')})` },
       { name: 'changed', expression: 'variables.ours.filter(k, (k in variables.annotations) != (k in variables.oldAnnotations) || ' +
         '(k in variables.annotations && variables.annotations[k] != variables.oldAnnotations[k]))' },
     ],

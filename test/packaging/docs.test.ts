@@ -31,6 +31,11 @@ describe('the docs', () => {
     expect(broken).toEqual([]);
   });
 
+  it.each([...new Set(['SECURITY.md', ...PAGES])])('%s: every source or test file it names in a code span exists (a claim cites a test that can run)', (file) => {
+    const named = [...read(file).matchAll(/`((?:test|agent|projections|localcluster|scripts|charts)\/[\w./-]+\.(?:ts|yaml|sh))`/g)].map((m) => m[1]!);
+    expect(named.filter((f) => !existsSync(path.join(ROOT, f)))).toEqual([]);
+  });
+
   it('README is a front door: at most 150 lines, the two commands first', () => {
     const readme = read('README.md');
     expect(readme.split('\n').length).toBeLessThanOrEqual(150);

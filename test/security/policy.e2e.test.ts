@@ -4,6 +4,7 @@
 // shipped in daemonset.yaml) lets it change only the ownerrefs.dev annotations it keeps,
 // and only on pods of its own node. Everything else is refused, with the policy's message.
 
+import https from 'node:https';
 import path from 'node:path';
 import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -140,6 +141,13 @@ describe('every other writer against the annotation-writers policy', () => {
     await rbac.createNamespacedRole({ namespace: e.ns, body: { metadata: { name: 'editor' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch', 'update'] }] } });
     await rbac.createNamespacedRoleBinding({ namespace: e.ns, body: { metadata: { name: 'editor' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'editor' },
       subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: e.ns }] } });
+    // Narrow grants, as a status reporter or a custom scheduler gets them.
+    for (const [sa, rules] of [['status-reporter', [{ apiGroups: [''], resources: ['pods/status'], verbs: ['get', 'patch'] }]], ['binder', [{ apiGroups: [''], resources: ['pods/binding'], verbs: ['create'] }]]] as const) {
+      await e.core.createNamespacedServiceAccount({ namespace: e.ns, body: { metadata: { name: sa } } });
+      await rbac.createNamespacedRole({ namespace: e.ns, body: { metadata: { name: sa }, rules: rules as never } });
+      await rbac.createNamespacedRoleBinding({ namespace: e.ns, body: { metadata: { name: sa }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa },
+        subjects: [{ kind: 'ServiceAccount', name: sa, namespace: e.ns }] } });
+    }
     const kc = new KubeConfig();
     kc.loadFromFile(await serviceAccountKubeconfig(e.kc, { namespace: e.ns, name: 'editor' }, path.join(tmpDir(), 'editor.kubeconfig')));
     editor = kc.makeApiClient(CoreV1Api);
@@ -163,6 +171,66 @@ describe('every other writer against the annotation-writers policy', () => {
     expect(r.code).toBe(403);
     expect(r.message).toMatch(WRITERS);
     expect(r.message.endsWith(names)).toBe(true);
+  });
+
+  /**
+   * One request as the admin, or as `as` (impersonated: the API server authorizes and admits
+   * it as that user and those groups, as if they had sent it); its answer as code and message.
+   */
+  const request = async (as: Identity, method: string, urlPath: string, body: object, contentType = 'application/json') => {
+    const server = new URL(e.kc.getCurrentCluster()!.server);
+    const opts: https.RequestOptions = { method, hostname: server.hostname, port: server.port, path: urlPath, headers: { 'Content-Type': contentType } };
+    await e.kc.applyToHTTPSOptions(opts);
+    if (as.user) opts.headers = { ...opts.headers, 'Impersonate-User': as.user, 'Impersonate-Group': as.groups ?? [] };
+    return new Promise<{ code: number; message: string }>((resolve, reject) => {
+      const req = https.request(opts, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => { text += d.toString(); });
+        res.on('end', () => {
+          const code = res.statusCode ?? 0;
+          resolve({ code: code < 300 ? 200 : code, message: code < 300 ? '' : (JSON.parse(text) as { message: string }).message });
+        });
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
+  };
+  type Identity = { user?: string; groups?: string[] };
+  const ADMIN: Identity = {};
+  const serviceAccount = (name: string): Identity => ({ user: `system:serviceaccount:${e.ns}:${name}`, groups: ['system:serviceaccounts', 'system:authenticated'] });
+  const kubelet = (): Identity => ({ user: `system:node:${e.nodeName}`, groups: ['system:nodes', 'system:authenticated'] });
+  const statusPatch = (as: Identity, patchBody: object) => request(as, 'PATCH', `/api/v1/namespaces/${e.ns}/pods/target/status`, patchBody, 'application/merge-patch+json');
+
+  it.each([
+    { who: 'a cluster admin', as: () => ADMIN },
+    { who: 'a ServiceAccount granted only patch pods/status', as: () => serviceAccount('status-reporter') },
+    { who: 'the kubelet of the pod\'s node', as: kubelet },
+  ])('refuses $who writing one through pods/status, and lets its status change through', async ({ as }) => {
+    const forged = await statusPatch(as(), { metadata: { annotations: { 'ownerrefs.dev/workload-name': 'payments' } } });
+    expect(forged.code, forged.message).toBe(403);
+    expect(forged.message).toMatch(WRITERS);
+    expect((await e.core.readNamespacedPod({ name: 'target', namespace: e.ns })).metadata?.annotations?.['ownerrefs.dev/workload-name']).toBeUndefined();
+    expect(await statusPatch(as(), { status: { message: `reported ${Date.now()}` } })).toEqual({ code: 200, message: '' });
+  });
+
+  it.each([
+    { who: 'a cluster admin', as: () => ADMIN, via: 'pods/binding' },
+    { who: 'a ServiceAccount granted only create pods/binding', as: () => serviceAccount('binder'), via: 'pods/binding' },
+    { who: 'a cluster admin', as: () => ADMIN, via: 'bindings' },
+  ])('refuses $who a Binding that carries one ($via): the pod stays unbound, without it; a Binding without one binds', async ({ who, as, via }) => {
+    const name = `unbound-${via.replace('/', '-')}-${who.length}`;
+    // Held by a scheduler that does not run, so only the test binds it.
+    await e.core.createNamespacedPod({ namespace: e.ns, body: { metadata: { name }, spec: { schedulerName: 'nobody', containers: [{ name: 'c', image: 'busybox' }] } } });
+    const bind = (annotations: Record<string, string>) => request(as(), 'POST', via === 'bindings' ? `/api/v1/namespaces/${e.ns}/bindings` : `/api/v1/namespaces/${e.ns}/pods/${name}/binding`,
+      { apiVersion: 'v1', kind: 'Binding', metadata: { name, annotations }, target: { apiVersion: 'v1', kind: 'Node', name: e.nodeName } });
+    const forged = await bind({ [OURS]: '[{"kind":"Forged"}]', team: 'a' });
+    expect(forged.code, forged.message).toBe(403);
+    expect(forged.message).toMatch(WRITERS);
+    const still = await e.core.readNamespacedPod({ name, namespace: e.ns });
+    expect({ node: still.spec!.nodeName, ours: still.metadata!.annotations?.[OURS] }).toEqual({ node: undefined, ours: undefined });
+    expect(await bind({ team: 'a' })).toEqual({ code: 200, message: '' });
+    const bound = await e.core.readNamespacedPod({ name, namespace: e.ns });
+    expect({ node: bound.spec!.nodeName, team: bound.metadata!.annotations?.team }).toEqual({ node: e.nodeName, team: 'a' });
   });
 
   it('refuses a server-side apply and a whole-object update that change one', async () => {
