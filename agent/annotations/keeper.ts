@@ -18,10 +18,15 @@
 //      a row on the node, jittered), then refills from empty, and the pod is retried then, its
 //      own backoff not grown: a fleet backs off as one client per node, and its rejected
 //      requests fall to about what the level serves.
-//      409 (the pod changed since) and failures: retried with backoff, from the newest view
-//      (a newer event usually comes first and runs it at once). 404: the pod is gone. 403 and
-//      422 (RBAC or the agent's ValidatingAdmissionPolicy refused it) also give a Warning Event
-//      on the pod and a log line. A value in place is never removed or blanked here.
+//      409 (the pod changed since): run again at once from the newer version, the watch's
+//      or, when none has come, one GET's; the precondition keeps an older view from winning.
+//      404: the pod is gone. Any other 4xx (RBAC, an admission policy or webhook, Kyverno's
+//      400s, 422 for a value the pod's annotations cannot fit) is a refusal: a Warning Event on
+//      the pod, a log line, a refusal counted by who refused, and a retry with backoff. The pod
+//      stays kept: it is never forgotten for a failure.
+//   5. A 2xx whose stored value is not the value sent (a mutating webhook put another back)
+//      is a write that did not stick, reported as a refusal is and retried.
+//   A value in place is never removed or blanked here.
 
 import type { Logger } from 'pino';
 import { annotationChanges, annotationsRead, CHAIN_KEYS } from '../../projections/annotations.ts';
@@ -30,7 +35,7 @@ import { realClock, type Clock } from '../common/clock.ts';
 import { ANNOTATION_BURST_FACTOR, ANNOTATION_CONCURRENCY, ANNOTATION_QPS, THROTTLED_DOUBLINGS, THROTTLED_RETRY_MS } from '../common/defaults.ts';
 import { TokenBucket } from '../common/ratelimit.ts';
 import { ApiError, type ApiClient } from '../kube/client.ts';
-import { refusalOf } from './refusal.ts';
+import { refusalOf, type Refusal } from './refusal.ts';
 import type { EventSink, InvolvedObject } from '../kube/events.ts';
 import { DEFAULT_SETTINGS, type NodeSettings } from '../node/nodeconfig.ts';
 import type { OwnerMetadataCache } from '../owners/ownermeta.ts';
@@ -41,7 +46,7 @@ import { OwnerFollowing } from '../owners/following.ts';
 
 import { WorkQueue } from '../common/queue.ts';
 import { type AnnotationKey } from '../../projections/names.ts';
-import { type PodView } from '../node/podview.ts';
+import { slimView, type PodView } from '../node/podview.ts';
 
 export const REASON_ANNOTATION_FAILED = 'OwnerRefsAnnotationFailed';
 
@@ -66,6 +71,11 @@ interface Kept {
   keys: readonly AnnotationKey[];
   /** When the changes now pending were first seen (the latency metric starts here). */
   since: number | undefined;
+  /**
+   * The last write answered 2xx but did not stick: the watch event of what was stored is the
+   * mutator's doing, not news, and must not cut the retry's backoff short (no PATCH loop).
+   */
+  overridden: boolean;
 }
 
 export class AnnotationKeeper implements ReflectorHandler<PodView> {
@@ -101,7 +111,7 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     if (keys.length === 0) return this.#forget(uid);
     const had = this.#pods.get(uid);
     const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
-    const kept: Kept = { ref, view: pod, keys, since: had?.since };
+    const kept: Kept = { ref, view: pod, keys, since: had?.since, overridden: had?.overridden ?? false };
     this.#pods.set(uid, kept);
     if (!had) this.#o.metrics.annotationPods.set(this.#pods.size);
     if (this.#changes(uid, kept).size === 0) {
@@ -110,7 +120,8 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
       return;
     }
     kept.since ??= this.#o.clock.now();
-    this.#queue.add(uid);
+    if (kept.overridden) this.#queue.addIfIdle(uid);
+    else this.#queue.add(uid);
   }
 
   remove(pod: PodView): void {
@@ -188,40 +199,86 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     const sentAt = this.#o.clock.now();
     const body = { metadata: { uid, resourceVersion: meta.resourceVersion, annotations: Object.fromEntries(changes) } };
     const path = `/api/v1/namespaces/${encodeURIComponent(meta.namespace ?? '')}/pods/${encodeURIComponent(meta.name ?? '')}`;
+    let stored: unknown;
     try {
-      await this.#o.client.json('PATCH', path, body, 'application/merge-patch+json');
-      this.#o.metrics.annotationWrites.inc({ result: 'ok' });
-      this.#throttledInARow = 0;
-      if (kept.since !== undefined && this.#pods.get(uid) === kept) this.#o.metrics.annotationLatency.observe((this.#o.clock.now() - kept.since) / 1000);
-      this.#queue.forget(uid);
+      stored = await this.#o.client.json('PATCH', path, body, 'application/merge-patch+json');
     } catch (err) {
-      const status = err instanceof ApiError ? err.status : 0;
-      const result = status === 409 ? 'conflict' : status === 404 ? 'notfound' : status === 403 ? 'forbidden' : status === 422 ? 'invalid' : status === 429 ? 'throttled' : 'error';
-      this.#o.metrics.annotationWrites.inc({ result });
-      if (status === 404) return this.#forget(uid);
-      if (status === 429) {
-        if (sentAt > this.#heldAt) {
-          this.#throttledInARow++;
-          this.#heldAt = this.#o.clock.now();
-        }
-        const base = Math.max((err as ApiError).retryAfterMs ?? 0, THROTTLED_RETRY_MS) * 2 ** Math.min(this.#throttledInARow - 1, THROTTLED_DOUBLINGS);
-        const wait = Math.round(base * (1 + this.#o.random() / 2));
-        this.#budget.hold(wait);
-        return void this.#queue.addAfter(uid, wait);
+      return this.#failed(uid, kept, changes, path, sentAt, err);
+    }
+    this.#throttledInARow = 0;
+    const notKept = notStored(changes, stored);
+    const current = this.#pods.get(uid);
+    if (current) current.overridden = notKept.length > 0;
+    if (notKept.length > 0) {
+      this.#o.metrics.annotationWrites.inc({ result: 'overridden' });
+      const shown = (v: string | undefined) => (v === undefined ? 'none' : JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v));
+      const message = `could not keep ${notKept.map(([k, v]) => `${k} (stored ${shown(v)})`).join(', ')}: the API server answered the agent's PATCH but stored other values; ` +
+        'a mutating admission webhook or policy changed the update: exempt the agent\'s ServiceAccount in it';
+      this.#refused(kept, { by: 'mutating admission', reason: '' }, message);
+      return void this.#queue.retry(uid);
+    }
+    this.#o.metrics.annotationWrites.inc({ result: 'ok' });
+    if (kept.since !== undefined && this.#pods.get(uid) === kept) this.#o.metrics.annotationLatency.observe((this.#o.clock.now() - kept.since) / 1000);
+    this.#queue.forget(uid);
+  }
+
+  /** Step 4: what a failed PATCH leads to, by its status. */
+  async #failed(uid: string, kept: Kept, changes: Map<AnnotationKey, string>, path: string, sentAt: number, err: unknown): Promise<void> {
+    const status = err instanceof ApiError ? err.status : 0;
+    const result = status === 409 ? 'conflict' : status === 404 ? 'notfound' : status === 403 ? 'forbidden' : status === 422 ? 'invalid' : status === 429 ? 'throttled'
+      : status >= 400 && status < 500 ? 'refused' : 'error';
+    this.#o.metrics.annotationWrites.inc({ result });
+    if (status === 404) return this.#forget(uid);
+    if (status === 429) {
+      if (sentAt > this.#heldAt) {
+        this.#throttledInARow++;
+        this.#heldAt = this.#o.clock.now();
       }
-      if (status === 403 || status === 422) {
-        const message = `could not set ${[...changes.keys()].join(', ')}: ${err instanceof Error ? err.message : String(err)}`;
-        if (status === 403) this.#o.metrics.annotationRefusals.inc({ ...refusalOf(message) });
-        this.#o.log.warn({ [F.pod]: `${meta.namespace}/${meta.name}`, [F.podUID]: uid, [F.reason]: REASON_ANNOTATION_FAILED, [F.err]: err }, message);
-        this.#o.events.warn(kept.ref, REASON_ANNOTATION_FAILED, message);
-        // 422: the API server's own validation refused the value for this pod (its author can
-        // push its annotations past the limit): the same PATCH would fail again, so it waits
-        // for the pod to change. A 403 (RBAC, the agent's policy) can be mended: retried.
-        if (status === 422) return void this.#queue.forget(uid);
-      } else if (status !== 409) {
-        this.#o.log.debug({ [F.pod]: `${meta.namespace}/${meta.name}`, [F.err]: err }, 'annotation write failed; retrying');
-      }
+      const base = Math.max((err as ApiError).retryAfterMs ?? 0, THROTTLED_RETRY_MS) * 2 ** Math.min(this.#throttledInARow - 1, THROTTLED_DOUBLINGS);
+      const wait = Math.round(base * (1 + this.#o.random() / 2));
+      this.#budget.hold(wait);
+      return void this.#queue.addAfter(uid, wait);
+    }
+    if (status === 409) return this.#newerVersion(uid, kept, path);
+    if (result === 'error') {
+      this.#o.log.debug({ [F.pod]: `${kept.ref.namespace}/${kept.ref.name}`, [F.err]: err }, 'annotation write failed; retrying');
+      return void this.#queue.retry(uid);
+    }
+    const detail = err instanceof Error ? err.message : String(err);
+    const full = status === 422 && /Too long/.test(detail) ? ' (the pod\'s annotations are full: its other annotations leave no room for these values)' : '';
+    const message = `could not set ${[...changes.keys()].join(', ')}${full}: ${detail}`;
+    this.#refused(kept, refusalOf(message), message);
+    this.#queue.retry(uid);
+  }
+
+  /**
+   * Step 4, a 409: the pod changed since the view the value was computed from. A watch event
+   * that came meanwhile has run it again already; otherwise one GET gives the newer version,
+   * run at once. Only a failing GET falls back to the backoff.
+   */
+  async #newerVersion(uid: string, kept: Kept, path: string): Promise<void> {
+    if (this.#pods.get(uid) !== kept) return; // a newer event replaced the view, and queued it
+    try {
+      const now = await this.#o.client.json<PodView>('GET', path);
+      if (now.metadata?.uid !== uid) return this.#forget(uid); // a pod of the same name, not this one
+      if (this.#pods.get(uid) === kept) this.upsert(slimView(now));
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return this.#forget(uid);
       this.#queue.retry(uid);
     }
   }
+
+  /** A write refused or not kept: a Warning Event on the pod, a log line, and who refused it (doctor reads that). */
+  #refused(kept: Kept, by: Refusal, message: string): void {
+    this.#o.metrics.annotationRefusals.inc({ ...by });
+    this.#o.log.warn({ [F.pod]: `${kept.ref.namespace}/${kept.ref.name}`, [F.podUID]: kept.ref.uid, [F.reason]: REASON_ANNOTATION_FAILED }, message);
+    this.#o.events.warn(kept.ref, REASON_ANNOTATION_FAILED, message);
+  }
+}
+
+/** The changes a PATCH's answer (the pod as stored) does not hold; none when the answer is not a pod. */
+function notStored(changes: Map<AnnotationKey, string>, stored: unknown): [AnnotationKey, string | undefined][] {
+  const meta = (stored as { metadata?: { annotations?: Record<string, string> | null } } | undefined)?.metadata;
+  if (meta === undefined) return [];
+  return [...changes].filter(([k, v]) => meta.annotations?.[k] !== v).map(([k]) => [k, meta.annotations?.[k]]);
 }

@@ -57,8 +57,11 @@ export async function runChecks(cfg: DoctorConfig, env: DoctorEnv): Promise<Find
   return out;
 }
 
+/** The results of ownerrefs_annotation_writes_total that leave a pod's value stale (each posted an Event). */
+const NOT_KEPT = ['forbidden', 'invalid', 'refused', 'overridden'] as const;
+
 /**
- * The agent's PATCHes of pod annotations refused since it started. Another admission webhook
+ * The agent's PATCHes of pod annotations refused, or answered but not kept, since it started. Another admission webhook
  * that changes every pod on UPDATE (a policy engine stamping an annotation or a label) makes
  * the agent's own policy refuse each of them: the files of pods in KEP-4753 syntax then never
  * follow ownership changes, and nothing else in doctor would say so.
@@ -71,9 +74,9 @@ async function annotationWrites(cfg: DoctorConfig, env: DoctorEnv): Promise<Find
   if (text === undefined) return { verdict: 'SKIP', check, message: `no agent answers on ${at} (doctor reads the counts of the agent running beside it)` };
   const count = (result: string) => text.split('\n').filter((l) => l.startsWith('ownerrefs_annotation_writes_total{') && l.includes(`result="${result}"`))
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-  const refused = count('forbidden');
+  const refused = NOT_KEPT.reduce((n, r) => n + count(r), 0);
   if (refused > 0) {
-    return { verdict: 'WARN', check, message: `${refused} of the agent's annotation writes were refused since it started${refusers(text)}: an admission webhook or policy refuses or changes its PATCH of pods. ` +
+    return { verdict: 'WARN', check, message: `${refused} of the agent's annotation writes were refused or not kept since it started${refusers(text)}: RBAC, an admission webhook or policy refuses or changes its PATCH of pods, or a pod's annotations leave no room. ` +
       '`kubectl get events -A --field-selector reason=OwnerRefsAnnotationFailed` shows the refusal\'s message, and `kubectl ownerrefs status` the webhooks that see pod updates; ' +
       'exempt the agent\'s ServiceAccount in the webhook that changes pods on UPDATE (docs/RUNBOOKS.md, OwnerRefsAnnotationWritesRefused)' };
   }

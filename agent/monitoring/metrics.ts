@@ -82,7 +82,7 @@ export class AgentMetrics {
 
   readonly annotationWrites = new Counter({
     name: 'ownerrefs_annotation_writes_total',
-    help: 'PATCHes of pod annotations that the KEP syntax reads, by result: ok, conflict (the pod changed since the view the value was computed from: retried from the newer one), notfound, forbidden (RBAC or the agent\'s ValidatingAdmissionPolicy refused it: retried), invalid (the API server\'s validation refused the value, e.g. a pod whose annotations would pass their limit: not retried until the pod changes), throttled (429 from API Priority and Fairness: the node\'s writes wait its Retry-After), error; forbidden and invalid also post a Warning Event.',
+    help: 'PATCHes of pod annotations that the KEP syntax reads, by result: ok, conflict (the pod changed since the view the value was computed from: run again at once from the newer one), notfound, forbidden (403: RBAC or an admission policy), invalid (422: the API server\'s validation refused the value, e.g. a pod whose annotations leave no room for it), refused (any other 4xx, e.g. a policy engine\'s 400), overridden (answered 2xx, but a mutating webhook or policy stored another value), throttled (429 from API Priority and Fairness: the node\'s writes wait its Retry-After), error (no answer, 5xx); forbidden, invalid, refused and overridden post a Warning Event and are retried with backoff.',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

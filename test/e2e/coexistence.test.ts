@@ -116,6 +116,51 @@ describe.runIf(CONTAINERS)('beside other admission webhooks, on a real node', ()
     }
   });
 
+  /** A pod that reads its owners in a file, Running, and the owner its author then sets (the agent's write follows). */
+  const readerWithNewOwner = async (name: string) => {
+    const owner = await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: `${name}-owner` } } });
+    await e.core.createNamespacedPod({ namespace: e.ns, body: { metadata: { name, labels: { app: name } }, spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'app', image: IMAGES.busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'], volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo' }] }],
+      volumes: [{ name: 'podinfo', downwardAPI: { items: [{ path: 'ownerReferences', fieldRef: { fieldPath: `metadata.annotations['${OWNERS}']` } }] } }],
+    } } });
+    const pod = await running(`app=${name}`);
+    await e.core.patchNamespacedPod({ name, namespace: e.ns, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.metadata!.name!, uid: owner.metadata!.uid! }] } } }, mergePatch);
+    return { pod, owner };
+  };
+  const agentUser = 'system:serviceaccount:ownerrefs-system:ownerrefs-agent';
+  const warnings = async (name: string) => (await e.core.listNamespacedEvent({ namespace: e.ns, fieldSelector: `involvedObject.name=${name},reason=OwnerRefsAnnotationFailed` })).items.map((ev) => ev.message!);
+
+  it.each([
+    { what: 'a webhook that answers 200 but puts the old value back: the write did not stick (overridden)', name: 'reverted', result: 'overridden', says: /^could not keep ownerrefs\.dev\/owner-references \(stored .*\): the API server answered the agent's PATCH but stored other values/,
+      hook: { mutate: (r: AdmissionRequest) => (r.userInfo.username === agentUser && r.oldObject?.metadata?.annotations?.[OWNERS] !== undefined
+        ? [{ op: 'replace', path: `/metadata/annotations/${pointer(OWNERS)}`, value: r.oldObject.metadata.annotations[OWNERS] }] as JsonPatchOp[] : []) } },
+    { what: 'a policy engine that refuses with a 400, as Kyverno\'s Enforce does (refused)', name: 'denied', result: 'refused', says: /^could not set ownerrefs\.dev\/owner-references: .*admission webhook "denier\.webhooks\.test" denied the request: policy require-team/,
+      hook: { mutate: () => [], deny: (r: AdmissionRequest) => (r.userInfo.username === agentUser ? { code: 400, message: 'policy require-team: the pod has no team label' } : undefined) } },
+  ])('$what: an Event on the pod, counted for the alert, listed by status; the write sticks once the webhook lets it', { timeout: 300_000 }, async ({ name, result, says, hook }) => {
+    const webhook = await startTestWebhook(e.kc, { name: name === 'reverted' ? 'reverter' : 'denier', namespace: e.ns, operations: ['UPDATE'], ...hook });
+    let removed = false;
+    try {
+      const { pod, owner } = await readerWithNewOwner(name);
+      await e.waitFor(async () => (await e.agent.metric('ownerrefs_annotation_writes_total', `result="${result}"`)) > 0 || undefined, `a write ${result}`, 60_000);
+      const said = await e.waitFor(async () => (await warnings(name)).find((m) => says.test(m)), 'its Warning Event', 30_000);
+      expect(said).toMatch(says);
+      const status = await e.waitFor(async () => { const s = await plugin('status'); return s.stdout.includes(`${e.ns}/${name}:`) ? s.stdout : undefined; }, 'status lists the pod');
+      expect(status).toMatch(new RegExp(`^  ${e.ns}/${name}: could not `, 'm'));
+      expect(await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences'])).not.toContain('"kind":"ConfigMap"');
+      await webhook.remove();
+      removed = true;
+      // Kept, not forgotten: the agent's next retry writes it.
+      const file = await e.waitFor(async () => {
+        const text = await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences']).catch(() => '');
+        return text.includes('"kind":"ConfigMap"') ? text : undefined;
+      }, 'the file names the owner once the webhook lets the write through', 120_000);
+      expect(JSON.parse(file)).toMatchObject({ items: [{ kind: 'ConfigMap', uid: owner.metadata!.uid }] });
+    } finally {
+      if (!removed) await webhook.remove();
+    }
+  });
+
   it('the OpenTelemetry operator\'s injection, before or after ours: the documented form is admitted, and the SDK reads the workload\'s attributes once each, agreeing with the injector\'s', { timeout: 300_000 }, async () => {
     const example = parse(readFileSync(path.join(ROOT, 'examples', 'workload-identity', 'deployment-otel.yaml'), 'utf8')) as V1Deployment;
     // The API server calls mutating webhooks in the order of their configurations' names: "ownerrefs.dev" sorts between these two.

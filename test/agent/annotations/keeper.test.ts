@@ -21,18 +21,26 @@ interface Patch { path: string; body: { metadata: { uid: string; resourceVersion
 function kit(opts: { qps?: number } = {}) {
   const clock = new FakeClock();
   const patches: Patch[] = [];
+  const gets: string[] = [];
   let answer: (p: Patch) => Promise<unknown> = async () => ({});
+  let getAnswer: (path: string) => Promise<unknown> = async () => { throw new ApiError(500, 'InternalError', 'no GET expected'); };
   const events = new RecordingEvents();
   const { log, lines } = memoryLogger();
   const metrics = new AgentMetrics({ processMetrics: false });
   const keeper = new AnnotationKeeper({
-    client: { json: async (_m: string, path: string, body?: unknown) => { const p = { path, body } as Patch; patches.push(p); return answer(p); } } as never,
+    client: { json: async (method: string, path: string, body?: unknown) => {
+      if (method === 'GET') { gets.push(path); return getAnswer(path); }
+      const p = { path, body } as Patch;
+      patches.push(p);
+      return answer(p);
+    } } as never,
     events, log, metrics, clock, random: () => 0, ...(opts.qps ? { qps: opts.qps } : {}),
   });
   keeper.setSettings(DEFAULT_SETTINGS);
   const writes = async (result: string) => (await metrics.annotationWrites.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
   const refusals = async () => (await metrics.annotationRefusals.get()).values.map((v) => ({ ...v.labels, n: v.value }));
-  return { clock, patches, events, lines, keeper, writes, refusals, answer: (fn: typeof answer) => { answer = fn; }, settle: () => keeper.idle() };
+  return { clock, patches, gets, events, lines, keeper, writes, refusals, answer: (fn: typeof answer) => { answer = fn; }, onGet: (fn: typeof getAnswer) => { getAnswer = fn; },
+    settle: () => keeper.idle() };
 }
 
 let rv = 100;
@@ -67,21 +75,52 @@ describe('AnnotationKeeper', () => {
     expect(await k.writes('ok')).toBe(1);
   });
 
-  it('retries a conflict with backoff from the newest view, never the view it was computed from', async () => {
+  it('runs a conflict again at once from the newer version the watch brought, never the view it was computed from', async () => {
     const k = kit();
-    k.answer(async () => { throw new ApiError(409, 'Conflict', 'the object has been modified'); });
+    k.answer(async () => {
+      k.answer(async () => ({}));
+      k.keeper.upsert(newer); // the watch event of the change that made the PATCH conflict, while it was in flight
+      throw new ApiError(409, 'Conflict', 'the object has been modified');
+    });
+    const newer = pod({ owners: [KEP_OWNERS[1]!] });
     k.keeper.upsert(pod({ owners: [] }));
     await k.settle();
     expect(await k.writes('conflict')).toBe(1);
-    k.answer(async () => ({}));
-    const newer = pod({ owners: [KEP_OWNERS[1]!] });
-    k.keeper.upsert(newer); // the newer event runs it at once
-    await k.settle();
+    expect(k.gets).toEqual([]);
     expect(k.patches.at(-1)!.body.metadata).toEqual({ uid: 'u1', resourceVersion: newer.metadata!.resourceVersion, annotations: { [O]: kepOf([KEP_OWNERS[1]!]) } });
     const before = k.patches.length;
     k.clock.advance(120_000); // no retry left behind
     await k.settle();
     expect(k.patches).toHaveLength(before);
+  });
+
+  it('runs a conflict again at once from one GET when no watch event came, with no backoff', async () => {
+    const k = kit();
+    const stale = pod({ owners: [] });
+    const current = pod({ owners: [] }); // the same owners, a newer version (the kubelet's status, say)
+    k.answer(async (p) => {
+      if (p.body.metadata.resourceVersion === stale.metadata!.resourceVersion) throw new ApiError(409, 'Conflict', 'the object has been modified');
+      return { metadata: { annotations: p.body.metadata.annotations } };
+    });
+    k.onGet(async () => current);
+    k.keeper.upsert(stale);
+    await k.settle();
+    expect(k.gets).toEqual(['/api/v1/namespaces/ns/pods/p-u1']);
+    expect(k.patches.map((p) => p.body.metadata.resourceVersion)).toEqual([stale.metadata!.resourceVersion, current.metadata!.resourceVersion]);
+    expect({ conflict: await k.writes('conflict'), ok: await k.writes('ok') }).toEqual({ conflict: 1, ok: 1 });
+  });
+
+  it('after a conflict, forgets a pod the GET finds gone or replaced by another of its name', async () => {
+    for (const found of [async () => { throw new ApiError(404, 'NotFound', 'gone'); }, async () => pod({ uid: 'other' })]) {
+      const k = kit();
+      k.answer(async () => { throw new ApiError(409, 'Conflict', 'the object has been modified'); });
+      k.onGet(found);
+      k.keeper.upsert(pod({ owners: [] }));
+      await k.settle();
+      k.clock.advance(120_000);
+      await k.settle();
+      expect(k.patches).toHaveLength(1);
+    }
   });
 
   it('reports a refusal (the policy, RBAC) as a Warning Event and a log line, and retries with backoff', async () => {
@@ -101,19 +140,44 @@ describe('AnnotationKeeper', () => {
       reason: 'the ownerrefs agent may change only pods bound to the node named in its own service account token', n: 2 }]);
   });
 
-  it('a value the API server\'s validation refuses (422: a pod author\'s oversized annotations) gets one Event and waits for the pod to change, not a retry loop', async () => {
+  it.each([
+    { what: 'its validation refuses the value (422: the pod\'s annotations are full)', status: 422, reason: 'Invalid', message: 'metadata.annotations: Too long: must have at most 262144 bytes',
+      result: 'invalid', says: /^could not set ownerrefs\.dev\/owner-references \(the pod's annotations are full: .*\): .*Too long/, by: 'other' },
+    { what: 'a policy engine refuses with a 400 (Kyverno\'s Enforce)', status: 400, reason: 'BadRequest', message: 'admission webhook "validate.kyverno.svc-fail" denied the request: policy require-labels',
+      result: 'refused', says: /^could not set ownerrefs\.dev\/owner-references: .*validate\.kyverno\.svc-fail/, by: 'webhook validate.kyverno.svc-fail' },
+  ])('when $what: a Warning Event, a log line and who refused; retried with backoff, the pod kept', async ({ status, reason, message, result, says, by }) => {
     const k = kit();
-    k.answer(async () => { throw new ApiError(422, 'Invalid', 'metadata.annotations: Too long: must have at most 262144 bytes'); });
+    k.answer(async () => { throw new ApiError(status, reason, message); });
     k.keeper.upsert(pod({ owners: [] }));
     await k.settle();
+    expect(k.events.sent).toEqual([{ obj: expect.objectContaining({ name: 'p-u1' }), reason: REASON_ANNOTATION_FAILED, message: expect.stringMatching(says) }]);
+    expect(k.lines.filter((l) => l.reason === REASON_ANNOTATION_FAILED)).toHaveLength(1);
+    expect(await k.refusals()).toEqual([{ by, reason: '', n: 1 }]);
+    k.clock.advance(1_000);
+    await k.settle();
+    expect({ patches: k.patches.length, [result]: await k.writes(result) }).toEqual({ patches: 2, [result]: 2 });
+    k.answer(async () => ({}));
     k.clock.advance(120_000);
     await k.settle();
-    expect({ patches: k.patches.length, invalid: await k.writes('invalid'), events: k.events.sent.length }).toEqual({ patches: 1, invalid: 1, events: 1 });
-    k.answer(async () => ({}));
-    k.keeper.upsert(pod({ owners: [KEP_OWNERS[1]!] })); // the pod changed: tried again
-    await k.settle();
-    expect(k.patches).toHaveLength(2);
     expect(await k.writes('ok')).toBe(1);
+  });
+
+  it('a write answered 2xx whose stored value is not the one sent (a mutating webhook put another back): an Event, retried with backoff, and the echo does not cut it short', async () => {
+    const k = kit();
+    const old = kepOf([KEP_OWNERS[0]!]);
+    k.answer(async () => ({ metadata: { annotations: { [O]: old } } }));
+    k.keeper.upsert(pod({ owners: [], annotations: { [O]: old } }));
+    await k.settle();
+    expect(await k.writes('overridden')).toBe(1);
+    expect(k.events.sent.map((e) => e.message)).toEqual([expect.stringMatching(/^could not keep ownerrefs\.dev\/owner-references \(stored "{.*"\): the API server answered .* exempt the agent's ServiceAccount/)]);
+    expect(await k.refusals()).toEqual([{ by: 'mutating admission', reason: '', n: 1 }]);
+    k.keeper.upsert(pod({ owners: [], annotations: { [O]: old, stamped: '1' } })); // the mutator's own change comes back as news
+    await k.settle();
+    expect(k.patches).toHaveLength(1);
+    k.answer(async (p) => ({ metadata: { annotations: p.body.metadata.annotations } }));
+    k.clock.advance(1_000);
+    await k.settle();
+    expect({ patches: k.patches.length, ok: await k.writes('ok') }).toEqual({ patches: 2, ok: 1 });
   });
 
   it('forgets a pod the API server no longer has (404), and one that stops reading our annotations', async () => {

@@ -96,11 +96,15 @@ describe('doctor', () => {
     { name: 'RBAC that may replace whole pods', change: (w) => w.allowed.add('update pods'), check: 'RBAC', verdict: 'WARN', says: /may also update pods/ },
     { name: 'a node name that is not a Node', change: (w) => delete w.api['/api/v1/nodes/n1'], check: 'Node', verdict: 'FAIL', says: /Node n1 does not exist: --node-name/ },
     { name: 'the agent\'s annotation writes refused (another webhook changes pods on UPDATE)', change: (w) => { w.metrics = 'ownerrefs_annotation_writes_total{result="ok"} 2\nownerrefs_annotation_writes_total{result="forbidden"} 7\n'; },
-      check: 'annotation writes', verdict: 'WARN', says: /^7 of the agent's annotation writes were refused since it started: .*--field-selector reason=OwnerRefsAnnotationFailed.*exempt the agent's ServiceAccount/ },
+      check: 'annotation writes', verdict: 'WARN', says: /^7 of the agent's annotation writes were refused or not kept since it started: .*--field-selector reason=OwnerRefsAnnotationFailed.*exempt the agent's ServiceAccount/ },
     { name: 'the agent\'s annotation writes refused, and by whom (its policy, saying what the PATCH changed; another webhook)', change: (w) => { w.metrics = 'ownerrefs_annotation_writes_total{result="forbidden"} 9\n' +
       'ownerrefs_annotation_refusals_total{by="ValidatingAdmissionPolicy ownerrefs-agent.ownerrefs.dev",reason="the ownerrefs agent may not change a pod\'s labels"} 7\n' +
       'ownerrefs_annotation_refusals_total{by="webhook validate.kyverno.svc-fail",reason=""} 2\n'; },
-      check: 'annotation writes', verdict: 'WARN', says: /^9 of the agent's annotation writes were refused since it started, by ValidatingAdmissionPolicy ownerrefs-agent\.ownerrefs\.dev \(7: the ownerrefs agent may not change a pod's labels\); webhook validate\.kyverno\.svc-fail \(2\): an admission webhook/ },
+      check: 'annotation writes', verdict: 'WARN', says: /^9 of the agent's annotation writes were refused or not kept since it started, by ValidatingAdmissionPolicy ownerrefs-agent\.ownerrefs\.dev \(7: the ownerrefs agent may not change a pod's labels\); webhook validate\.kyverno\.svc-fail \(2\): RBAC, an admission webhook/ },
+    { name: 'the agent\'s writes refused other than 403 (a 400, a 422) or answered but not kept (a webhook stores another value)', change: (w) => { w.metrics = 'ownerrefs_annotation_writes_total{result="ok"} 2\n' +
+      'ownerrefs_annotation_writes_total{result="refused"} 3\nownerrefs_annotation_writes_total{result="invalid"} 1\nownerrefs_annotation_writes_total{result="overridden"} 2\nownerrefs_annotation_writes_total{result="conflict"} 5\n' +
+      'ownerrefs_annotation_refusals_total{by="mutating admission",reason=""} 2\nownerrefs_annotation_refusals_total{by="other",reason=""} 4\n'; },
+      check: 'annotation writes', verdict: 'WARN', says: /^6 of the agent's annotation writes were refused or not kept since it started, by other \(4\); mutating admission \(2\):/ },
     { name: 'no agent answering beside doctor', change: (w) => { w.metrics = undefined; }, check: 'annotation writes', verdict: 'SKIP', says: /no agent answers on 127\.0\.0\.1:8080/ },
     { name: 'a node label that does not parse', change: (w) => { w.api['/api/v1/nodes/n1'] = { metadata: { labels: { 'ownerrefs.dev/env-file': 'maybe' } } }; }, check: 'Node', verdict: 'FAIL', says: /use "true" or "false"/ },
   ];
