@@ -4,10 +4,12 @@
 // env. The webhook sets them at admission, so a pod costs no request here until its owners
 // change (or, for the Node's annotation, until it is bound).
 //
-//   1. A pod event: which of our annotations its spec reads (none: forgotten, nothing else
-//      to do), and the changes they need (annotationChanges: against the values the event
-//      carries, so the echo of the agent's own write needs none). A pod being deleted, or
-//      finished, needs none: the kubelet renders nothing for it any more.
+//   1. A pod event: which of our annotations its spec reads, and the changes they need
+//      (annotationChanges: against the values the event carries, so the echo of the agent's
+//      own write needs none). Ours it carries but does not read are removed: no admission
+//      wrote them (a pod admitted where no webhook or policy ran). A pod that reads none and
+//      carries none is forgotten. A pod being deleted, or finished, needs none: the kubelet
+//      renders nothing for it any more.
 //   2. A pod with changes is queued (one run per pod at a time). A run takes a token from the
 //      node's write budget (--annotation-qps), else waits for one.
 //   3. One merge PATCH of the changed annotations alone, with the pod's uid and the
@@ -45,7 +47,7 @@ import type { AgentMetrics } from '../monitoring/metrics.ts';
 import { OwnerFollowing } from '../owners/following.ts';
 
 import { WorkQueue } from '../common/queue.ts';
-import { type AnnotationKey } from '../../projections/names.ts';
+import { ANNOTATION_KEYS, type AnnotationKey } from '../../projections/names.ts';
 import { slimView, type PodView } from '../node/podview.ts';
 
 export const REASON_ANNOTATION_FAILED = 'OwnerRefsAnnotationFailed';
@@ -108,7 +110,7 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     const uid = pod.metadata?.uid;
     if (!uid) return;
     const keys = annotationsRead(pod.spec);
-    if (keys.length === 0) return this.#forget(uid);
+    if (keys.length === 0 && unread(pod, keys).length === 0) return this.#forget(uid);
     const had = this.#pods.get(uid);
     const ref: InvolvedObject = { kind: 'Pod', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace, uid };
     const kept: Kept = { ref, view: pod, keys, since: had?.since, overridden: had?.overridden ?? false };
@@ -173,8 +175,8 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     this.#o.metrics.annotationPods.set(this.#pods.size);
   }
 
-  /** Step 1: what the pod's annotations need, from its newest view. */
-  #changes(uid: string, kept: Kept): Map<AnnotationKey, string> {
+  /** Step 1: what the pod's annotations need, from its newest view (null: remove the key). */
+  #changes(uid: string, kept: Kept): Map<AnnotationKey, string | null> {
     const pod = kept.view;
     if (this.#settings.paused || pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return new Map();
     const owners = pod.metadata?.ownerReferences ?? [];
@@ -184,7 +186,9 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
     const readsChain = kept.keys.some((k) => CHAIN_KEYS.has(k));
     if (!readsChain) this.#following.forget(uid);
     const ctx = readsChain ? this.#following.contextFor(uid, pod.metadata?.namespace ?? '', owners, { ...this.#settings, followOwners: true }) : { node: this.#following.node };
-    return annotationChanges(kept.keys, owners, ctx, pod.metadata?.annotations);
+    const changes: Map<AnnotationKey, string | null> = annotationChanges(kept.keys, owners, ctx, pod.metadata?.annotations);
+    for (const key of unread(pod, kept.keys)) changes.set(key, null);
+    return changes;
   }
 
   /** Steps 2-4. */
@@ -223,7 +227,7 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
   }
 
   /** Step 4: what a failed PATCH leads to, by its status. */
-  async #failed(uid: string, kept: Kept, changes: Map<AnnotationKey, string>, path: string, sentAt: number, err: unknown): Promise<void> {
+  async #failed(uid: string, kept: Kept, changes: Map<AnnotationKey, string | null>, path: string, sentAt: number, err: unknown): Promise<void> {
     const status = err instanceof ApiError ? err.status : 0;
     const result = status === 409 ? 'conflict' : status === 404 ? 'notfound' : status === 403 ? 'forbidden' : status === 422 ? 'invalid' : status === 429 ? 'throttled'
       : status >= 400 && status < 500 ? 'refused' : 'error';
@@ -277,8 +281,19 @@ export class AnnotationKeeper implements ReflectorHandler<PodView> {
 }
 
 /** The changes a PATCH's answer (the pod as stored) does not hold; none when the answer is not a pod. */
-function notStored(changes: Map<AnnotationKey, string>, stored: unknown): [AnnotationKey, string | undefined][] {
+function notStored(changes: Map<AnnotationKey, string | null>, stored: unknown): [AnnotationKey, string | undefined][] {
   const meta = (stored as { metadata?: { annotations?: Record<string, string> | null } } | undefined)?.metadata;
   if (meta === undefined) return [];
-  return [...changes].filter(([k, v]) => meta.annotations?.[k] !== v).map(([k]) => [k, meta.annotations?.[k]]);
+  return [...changes].filter(([k, v]) => (meta.annotations?.[k] ?? null) !== v).map(([k]) => [k, meta.annotations?.[k]]);
+}
+
+/**
+ * Ours on the pod that its spec does not read: no admission wrote them (it removes them at
+ * creation; the writers' policy refuses them after), so a pod admitted where neither ran (a
+ * namespace outside the webhook's selector, an install without it) carries its author's lie.
+ * The keeper removes them.
+ */
+function unread(pod: PodView, keys: readonly AnnotationKey[]): AnnotationKey[] {
+  const a = pod.metadata?.annotations;
+  return a ? ANNOTATION_KEYS.filter((k) => a[k] !== undefined && !keys.includes(k)) : [];
 }

@@ -4,8 +4,8 @@
 
 import type { DownwardPod } from '../../projections/downwardapi.ts';
 import type { PodMeta } from '../../projections/index.ts';
-import { annotationRead, annotationsRead } from '../../projections/annotations.ts';
-import { ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE } from '../../projections/names.ts';
+import { annotationRead } from '../../projections/annotations.ts';
+import { ANNOTATION_KEYS, ANNOTATION_MIRROR, ANNOTATION_VOLUME, DOWNWARD_API_ATTRIBUTE } from '../../projections/names.ts';
 
 /** What the files' volume resolution reads of a pod: its UID, its annotations, its volumes. */
 export interface PodVolumesView {
@@ -33,8 +33,8 @@ type ContainerResources = NonNullable<NonNullable<DownwardPod['spec']>['containe
 /**
  * The parts of a pod the agent reads; the watch object itself (status and all) is not kept.
  * For the files: labels, annotations and container resources only when a volume's items may
- * read them. For the annotation keeper (annotations/keeper.ts): the annotations of ours the pod's
- * spec reads (no other: a pod author's own ownerrefs.dev/ keys are not held), the env
+ * read them. For the annotation keeper (annotations/keeper.ts): the annotations of ours (the
+ * keys of projections/names.ts, read or not; no other ownerrefs.dev/ key of an author's), the env
  * entries that read one of them, the resourceVersion, the phase and whether it is being
  * deleted. Upserting the view is upserting the pod: a revisit upserts it again, and a
  * streamed first list holds only views until it is complete.
@@ -42,9 +42,10 @@ type ContainerResources = NonNullable<NonNullable<DownwardPod['spec']>['containe
 export function slimView(pod: PodView): PodView {
   const a = pod.metadata?.annotations ?? {};
   const items = (pod.spec?.volumes ?? []).some((v) => v.csi?.volumeAttributes?.[DOWNWARD_API_ATTRIBUTE] !== undefined);
-  // Only what is read: any author can park up to 256 KiB of annotations on a pod, and this view
-  // is held for every pod of the node.
-  const keep = [ANNOTATION_MIRROR, ANNOTATION_VOLUME, ...annotationsRead(pod.spec)].filter((k) => a[k] !== undefined);
+  // Only ours and the opt-ins: any author can park up to 256 KiB of other annotations on a pod,
+  // and this view is held for every pod of the node. Ours the spec does not read are kept too:
+  // the keeper removes them (a value no admission wrote), and they are gone once it has.
+  const keep = [ANNOTATION_MIRROR, ANNOTATION_VOLUME, ...ANNOTATION_KEYS].filter((k) => a[k] !== undefined);
   const containers = (cs: readonly (EnvView & { name?: string; resources?: unknown })[] | null | undefined, resources: boolean) => cs?.map((c) => {
     const env = c.env?.filter((e) => annotationRead(e.valueFrom?.fieldRef?.fieldPath) !== undefined);
     return { name: c.name, ...(resources ? { resources: c.resources as ContainerResources } : {}), ...(env?.length ? { env } : {}) };

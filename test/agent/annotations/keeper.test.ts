@@ -15,7 +15,7 @@ const O = 'ownerrefs.dev/owner-references';
 const N = 'ownerrefs.dev/node-owner-references';
 const reads = (key: string) => ({ name: 'E', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${key}']` } } });
 
-interface Patch { path: string; body: { metadata: { uid: string; resourceVersion?: string; annotations: Record<string, string> } } }
+interface Patch { path: string; body: { metadata: { uid: string; resourceVersion?: string; annotations: Record<string, string | null> } } }
 
 /** A keeper over a fake API: PATCHes are recorded and answered by `answer` (default 200). */
 function kit(opts: { qps?: number } = {}) {
@@ -39,7 +39,8 @@ function kit(opts: { qps?: number } = {}) {
   keeper.setSettings(DEFAULT_SETTINGS);
   const writes = async (result: string) => (await metrics.annotationWrites.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
   const refusals = async () => (await metrics.annotationRefusals.get()).values.map((v) => ({ ...v.labels, n: v.value }));
-  return { clock, patches, gets, events, lines, keeper, writes, refusals, answer: (fn: typeof answer) => { answer = fn; }, onGet: (fn: typeof getAnswer) => { getAnswer = fn; },
+  const metricsPods = async () => (await metrics.annotationPods.get()).values[0]?.value ?? 0;
+  return { clock, patches, gets, events, lines, keeper, writes, refusals, metricsPods, answer: (fn: typeof answer) => { answer = fn; }, onGet: (fn: typeof getAnswer) => { getAnswer = fn; },
     settle: () => keeper.idle() };
 }
 
@@ -178,6 +179,27 @@ describe('AnnotationKeeper', () => {
     k.clock.advance(1_000);
     await k.settle();
     expect({ patches: k.patches.length, ok: await k.writes('ok') }).toEqual({ patches: 2, ok: 1 });
+  });
+
+  it('removes ours that a pod carries but does not read (a value no admission wrote), keeps the author\'s other keys, then forgets it', async () => {
+    const k = kit();
+    k.answer(async (p) => ({ metadata: { annotations: { ...Object.fromEntries(Object.entries(p.body.metadata.annotations).filter(([, v]) => v !== null)) } } }));
+    const forged = pod({ keys: [], annotations: { 'ownerrefs.dev/workload-name': 'payments', 'ownerrefs.dev/volume': 'podinfo', 'ownerrefs.dev/team': 'mine', [N]: 'x' } });
+    k.keeper.upsert(forged);
+    await k.settle();
+    expect(k.patches.map((p) => p.body.metadata)).toEqual([{ uid: 'u1', resourceVersion: forged.metadata!.resourceVersion, annotations: { 'ownerrefs.dev/workload-name': null, [N]: null } }]);
+    expect(await k.writes('ok')).toBe(1);
+    k.keeper.upsert(pod({ keys: [], annotations: { 'ownerrefs.dev/volume': 'podinfo', 'ownerrefs.dev/team': 'mine' } })); // the echo
+    await k.settle();
+    expect(k.patches).toHaveLength(1);
+    expect((await k.metricsPods())).toBe(0);
+  });
+
+  it('removes one it does not read beside setting one it does, in one PATCH', async () => {
+    const k = kit();
+    k.keeper.upsert(pod({ owners: [], annotations: { [O]: kepOf([KEP_OWNERS[0]!]), 'ownerrefs.dev/controller-uid': 'forged' } }));
+    await k.settle();
+    expect(k.patches.map((p) => p.body.metadata.annotations)).toEqual([{ [O]: kepOf([]), 'ownerrefs.dev/controller-uid': null }]);
   });
 
   it('forgets a pod the API server no longer has (404), and one that stops reading our annotations', async () => {

@@ -107,7 +107,7 @@ describe('slimView (what the table keeps of a pod, and what a streamed first lis
     { name: 'a pod that did not opt in', pod: full({ optIn: false }) },
   ];
 
-  it('keeps what the annotation keeper reads: our annotations, the env and volume items that read them, the resourceVersion', () => {
+  it('keeps what the annotation keeper reads: our annotations (read or not), the env and volume items that read them, the resourceVersion', () => {
     const reads = { name: 'O', valueFrom: { fieldRef: { fieldPath: "metadata.annotations['ownerrefs.dev/owner-references']" } } };
     const p = full({ optIn: false, annotations: { 'ownerrefs.dev/owner-references': 'v', 'other.io/x': 'y', 'ownerrefs.dev/workload-name': 'not read', 'ownerrefs.dev/parked': 'x'.repeat(200_000) } }) as unknown as { spec: { containers: { env: unknown[] }[] } };
     p.spec.containers[0]!.env.push(reads);
@@ -115,7 +115,8 @@ describe('slimView (what the table keeps of a pod, and what a streamed first lis
     expect(annotationsRead(slim.spec)).toEqual(['ownerrefs.dev/owner-references']);
     expect(slim.spec!.containers![0]!.env).toEqual([reads]); // not the plain value beside it
     expect(slim.metadata).toMatchObject({ resourceVersion: '77', annotations: { 'ownerrefs.dev/owner-references': 'v' } });
-    expect(Object.keys(slim.metadata!.annotations!)).toEqual(['ownerrefs.dev/owner-references']); // none the spec does not read, ours or not
+    // Ours, read or not (the keeper removes one not read); no other, of the prefix or not.
+    expect(Object.keys(slim.metadata!.annotations!)).toEqual(['ownerrefs.dev/owner-references', 'ownerrefs.dev/workload-name']);
   });
   const every = { ...DEFAULT_SETTINGS, envFile: true, dependentsFile: true, nodeFile: true, followOwners: true };
   const options = {
