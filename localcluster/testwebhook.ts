@@ -23,6 +23,8 @@ export interface TestWebhookOptions {
   namespace: string;
   operations: ('CREATE' | 'UPDATE')[];
   mutate(req: AdmissionRequest): JsonPatchOp[];
+  /** How long to wait before answering (a slow webhook: writes that land meanwhile make the request's precondition stale). */
+  delayMs?(req: AdmissionRequest): number;
   /** A refusal with this code and message (as a policy engine answers: Kyverno's come as 400), instead of mutate's patch. */
   deny?(req: AdmissionRequest): { code: number; message: string } | undefined;
   matchConditions?: V1MatchCondition[];
@@ -54,13 +56,16 @@ export async function startTestWebhook(admin: KubeConfig, o: TestWebhookOptions)
     req.on('end', () => {
       const review = JSON.parse(body) as { request: AdmissionRequest & { uid: string } };
       if (o.keepRequests !== false) requests.push(review.request);
+      setTimeout(() => answer(review), o.delayMs?.(review.request) ?? 0);
+    });
+    const answer = (review: { request: AdmissionRequest & { uid: string } }) => {
       const denied = o.deny?.(review.request);
       const ops = denied ? [] : o.mutate(review.request);
       const response: Record<string, unknown> = denied ? { uid: review.request.uid, allowed: false, status: denied } : { uid: review.request.uid, allowed: true };
       if (ops.length > 0) Object.assign(response, { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(ops)).toString('base64') });
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
-    });
+    };
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
