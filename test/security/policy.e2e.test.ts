@@ -131,6 +131,7 @@ describe('every other writer against the annotation-writers policy', () => {
   const WRITERS = /ValidatingAdmissionPolicy 'annotation-writers\.ownerrefs\.dev' with binding 'annotation-writers\.ownerrefs\.dev' denied request: the ownerrefs\.dev\/ annotations of a pod are written only by the ownerrefs\.dev webhook, at creation, and by the ownerrefs agent \(system:serviceaccount:ownerrefs-system:ownerrefs-agent\); this request changes /;
   let editor: CoreV1Api;
   const patch = (api: CoreV1Api, body: object) => outcome(api.patchNamespacedPod({ name: 'target', namespace: e.ns, body }, mergePatch));
+  const patchPod = (api: CoreV1Api, name: string, body: object) => api.patchNamespacedPod({ name, namespace: e.ns, body }, mergePatch);
   const ssa = (annotations: Record<string, string>) => outcome(KubernetesObjectApi.makeApiClient(e.kc).patch(
     { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'target', namespace: e.ns, annotations } }, undefined, undefined, 'writers-e2e', true, PatchStrategy.ServerSideApply));
 
@@ -249,6 +250,24 @@ describe('every other writer against the annotation-writers policy', () => {
     }
     const sorted = [...lifetimes].sort((a, b) => a - b);
     console.log(`how long a lie planted at creation lives on a pod bound to the agent's node: median ${sorted[2]!.toFixed(0)} ms, ${sorted[0]!.toFixed(0)} to ${sorted[4]!.toFixed(0)} ms (5 pods)`);
+  });
+
+  it('a user who pads a pod\'s other annotations to the limit: the agent\'s write is refused (422), said in an Event naming the cause, retried, and lands once there is room', async () => {
+    await e.core.createNamespacedPod({ namespace: e.ns, body: { metadata: { name: 'padded' },
+      spec: { nodeName: e.nodeName, containers: [{ name: 'c', image: 'busybox', env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${OURS}']` } } }] }] } } });
+    const read = () => e.core.readNamespacedPod({ name: 'padded', namespace: e.ns });
+    const first = await waitFor(async () => (await read()).metadata?.annotations?.[OURS], { describe: 'the agent\'s value' });
+    const used = Buffer.byteLength(OURS) + Buffer.byteLength(first) + Buffer.byteLength('padding');
+    await patchPod(editor, 'padded', { metadata: { annotations: { padding: 'x'.repeat(256 * 1024 - used - 20) } } });
+    const owner = await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'padded-owner' } } });
+    await e.core.patchNamespacedPod({ name: 'padded', namespace: e.ns, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'padded-owner', uid: owner.metadata!.uid! }] } } }, mergePatch);
+    const said = await waitFor(async () => (await e.core.listNamespacedEvent({ namespace: e.ns, fieldSelector: 'involvedObject.name=padded,reason=OwnerRefsAnnotationFailed' })).items[0]?.message,
+      { describe: 'the agent\'s Event' });
+    expect(said).toMatch(/^could not set ownerrefs\.dev\/owner-references \(the pod's annotations are full: .*\): .*Too long: may not be (more|longer) than 262144/);
+    expect(await e.agent.metric('ownerrefs_annotation_writes_total', 'result="invalid"')).toBeGreaterThan(0);
+    expect((await read()).metadata!.annotations![OURS]).toBe(first);
+    await patchPod(editor, 'padded', { metadata: { annotations: { padding: null } } });
+    await waitFor(async () => (await read()).metadata?.annotations?.[OURS]?.includes(owner.metadata!.uid!) || undefined, { describe: 'the value written once there is room', timeoutMs: 90_000 });
   });
 
   it('refuses a server-side apply and a whole-object update that change one', async () => {
