@@ -182,7 +182,8 @@ describe('every other writer against the annotation-writers policy', () => {
     const server = new URL(e.kc.getCurrentCluster()!.server);
     const opts: https.RequestOptions = { method, hostname: server.hostname, port: server.port, path: urlPath, headers: { 'Content-Type': contentType } };
     await e.kc.applyToHTTPSOptions(opts);
-    if (as.user) opts.headers = { ...opts.headers, 'Impersonate-User': as.user, 'Impersonate-Group': as.groups ?? [] };
+    if (as.user) opts.headers = { ...opts.headers, 'Impersonate-User': as.user, 'Impersonate-Group': as.groups ?? [],
+      ...Object.fromEntries(Object.entries(as.extra ?? {}).map(([k, v]) => [`Impersonate-Extra-${encodeURIComponent(k)}`, v])) };
     return new Promise<{ code: number; message: string }>((resolve, reject) => {
       const req = https.request(opts, (res) => {
         let text = '';
@@ -196,7 +197,7 @@ describe('every other writer against the annotation-writers policy', () => {
       req.end(JSON.stringify(body));
     });
   };
-  type Identity = { user?: string; groups?: string[] };
+  type Identity = { user?: string; groups?: string[]; extra?: Record<string, string> };
   const ADMIN: Identity = {};
   const serviceAccount = (name: string): Identity => ({ user: `system:serviceaccount:${e.ns}:${name}`, groups: ['system:serviceaccounts', 'system:authenticated'] });
   const kubelet = (): Identity => ({ user: `system:node:${e.nodeName}`, groups: ['system:nodes', 'system:authenticated'] });
@@ -268,6 +269,17 @@ describe('every other writer against the annotation-writers policy', () => {
     expect((await read()).metadata!.annotations![OURS]).toBe(first);
     await patchPod(editor, 'padded', { metadata: { annotations: { padding: null } } });
     await waitFor(async () => (await read()).metadata?.annotations?.[OURS]?.includes(owner.metadata!.uid!) || undefined, { describe: 'the value written once there is room', timeoutMs: 90_000 });
+  });
+
+  it('a cluster admin who impersonates the agent\'s ServiceAccount, with its node\'s name, writes as the agent would, and only that (SECURITY.md says so)', async () => {
+    const asAgent: Identity = { user: 'system:serviceaccount:ownerrefs-system:ownerrefs-agent', groups: ['system:serviceaccounts', 'system:authenticated'],
+      extra: { 'authentication.kubernetes.io/node-name': e.nodeName } };
+    const podPatch = (body: object) => request(asAgent, 'PATCH', `/api/v1/namespaces/${e.ns}/pods/target`, body, 'application/merge-patch+json');
+    expect(await podPatch({ metadata: { annotations: { 'ownerrefs.dev/workload-name': 'impersonated' } } })).toEqual({ code: 200, message: '' });
+    const label = await podPatch({ metadata: { labels: { stolen: 'yes' } } });
+    expect({ code: label.code, refused: /ValidatingAdmissionPolicy 'ownerrefs-agent\.ownerrefs\.dev'.*may not change a pod's labels/.test(label.message) }).toEqual({ code: 403, refused: true });
+    // Undone by the same means, so the tests after this one see the pod as the agent keeps it.
+    expect(await podPatch({ metadata: { annotations: { 'ownerrefs.dev/workload-name': null } } })).toEqual({ code: 200, message: '' });
   });
 
   it('refuses a server-side apply and a whole-object update that change one', async () => {
