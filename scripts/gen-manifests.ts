@@ -103,7 +103,7 @@ export function webhookTemplate(): string {
       '$1labels:\n$2app.kubernetes.io/name: ownerrefs-webhook\n$2{{- with .Values.webhook.podLabels }}\n$2{{- toYaml . | nindent 8 }}\n$2{{- end }}\n' +
       '$1{{- with .Values.webhook.podAnnotations }}\n$1annotations:\n$2{{- toYaml . | nindent 8 }}\n$1{{- end }}\n')
     .replace(/^( {6})serviceAccountName: ownerrefs-webhook\n/m,
-      '$1serviceAccountName: ownerrefs-webhook\n$1{{- with .Values.imagePullSecrets }}\n$1imagePullSecrets:\n$1{{- toYaml . | nindent 6 }}\n$1{{- end }}\n')
+      '$1serviceAccountName: ownerrefs-webhook\n$1{{- with include "ownerrefs.imagePullSecrets" . }}\n$1imagePullSecrets:\n$1{{- . | nindent 6 }}\n$1{{- end }}\n')
     .replace(/^( {6})enableServiceLinks: false\n/m,
       '$1{{- with .Values.webhook.nodeSelector }}\n$1nodeSelector:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
       '$1{{- with .Values.webhook.affinity }}\n$1affinity:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
@@ -212,7 +212,7 @@ export function admissionPolicyTemplate(): string {
       [/^( {2})replicas: \d+$/m, '$1replicas: {{ .Values.gate.replicas }}'],
       [/^( {6})serviceAccountName: (\S+)\n\s*priorityClassName: \S+\n/m,
         '$1serviceAccountName: $2\n$1{{- with .Values.gate.priorityClassName }}\n$1priorityClassName: {{ . }}\n$1{{- end }}\n' +
-        '$1{{- with .Values.imagePullSecrets }}\n$1imagePullSecrets:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
+        '$1{{- with include "ownerrefs.imagePullSecrets" . }}\n$1imagePullSecrets:\n$1  {{- . | nindent 8 }}\n$1{{- end }}\n' +
         '$1{{- with .Values.gate.nodeSelector }}\n$1nodeSelector:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
         '$1{{- with .Values.gate.affinity }}\n$1affinity:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
         '$1{{- with .Values.gate.tolerations }}\n$1tolerations:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n'],

@@ -73,6 +73,24 @@ describe('the chart', () => {
     expect(looked).toEqual([...both, ...both]);
   });
 
+  it.each([
+    { what: 'image.registry (a mirror): the registry replaced, the path kept', args: ['--set', 'image.registry=mirror.example.com:5000'], image: 'mirror.example.com:5000/ownerrefs-dev/ownerrefs-agent:0.1.0' },
+    { what: 'global.imageRegistry wins over image.registry', args: ['--set', 'image.registry=a.example', '--set', 'global.imageRegistry=b.example/team'], image: 'b.example/team/ownerrefs-dev/ownerrefs-agent:0.1.0' },
+    { what: 'a repository without a registry gets one', args: ['--set', 'image.repository=ownerrefs/agent', '--set', 'global.imageRegistry=mirror.example'], image: 'mirror.example/ownerrefs/agent:0.1.0' },
+    { what: 'a digest beside a mirror', args: ['--set', 'global.imageRegistry=mirror.example', '--set', `image.digest=sha256:${'a'.repeat(64)}`], image: `mirror.example/ownerrefs-dev/ownerrefs-agent@sha256:${'a'.repeat(64)}` },
+  ])('as a subchart or behind a mirror, $what: every pod of every mode pulls it, with the global pull secrets first', ({ args, image }) => {
+    for (const mode of ['webhook', 'policy']) {
+      const pods = objects(helmTemplate(helm, [...args, '--set', `admission.mode=${mode}`, '--set-json', 'global.imagePullSecrets=[{"name":"parent"}]', '--set-json', 'imagePullSecrets=[{"name":"own"}]',
+        '--set', 'enabled=true', '--set', 'global.somethingElse=x']))
+        .filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment').map((o) => o.spec.template.spec);
+      expect(pods.length).toBeGreaterThanOrEqual(2);
+      for (const pod of pods) {
+        expect(pod.containers.map((c: Obj) => c.image)).toEqual(pod.containers.map(() => image));
+        expect(pod.imagePullSecrets).toEqual([{ name: 'parent' }, { name: 'own' }]);
+      }
+    }
+  });
+
   it('admission.mode=both: the webhook fails open, since the policies admit on their own; webhook mode fails closed', () => {
     const policies = (mode: string) => objects(helmTemplate(helm, ['--set', `admission.mode=${mode}`, '--show-only', 'templates/webhook.yaml']))
       .filter((o) => o.kind === 'MutatingWebhookConfiguration').flatMap((o) => o.webhooks.map((w: Obj) => w.failurePolicy));

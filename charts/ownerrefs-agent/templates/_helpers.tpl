@@ -4,11 +4,28 @@
 {{- end -}}
 
 {{- define "ownerrefs.image" -}}
-{{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
-{{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- $repository := .Values.image.repository -}}
+{{- $registry := (.Values.global).imageRegistry | default .Values.image.registry -}}
+{{- if $registry -}}
+{{- /* A mirror keeps the path: the registry (a first component with a dot, a port or localhost) is replaced. */ -}}
+{{- $parts := splitList "/" $repository -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repository = join "/" (rest $parts) -}}
 {{- end -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" $registry) $repository -}}
+{{- end -}}
+{{- if .Values.image.digest -}}
+{{ $repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ $repository }}:{{ .Values.image.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/* The pull secrets: a parent chart's global ones, then the chart's own. */}}
+{{- define "ownerrefs.imagePullSecrets" -}}
+{{- $all := concat ((.Values.global).imagePullSecrets | default list) (.Values.imagePullSecrets | default list) -}}
+{{- with $all }}{{ toYaml . }}{{ end -}}
 {{- end -}}
 
 {{/* metadata.labels and metadata.annotations lines for the user's extras (nothing when there are none), at indent 2. */}}
