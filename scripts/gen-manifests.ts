@@ -96,7 +96,13 @@ export function webhookTemplate(): string {
       .replace(/^(\s*)value: info$/, '$1value: {{ .Values.logLevel }}')
       // admission.mode=both: the policies admit on their own, so a webhook not ready yet (on the
       // way back from the policy) must not refuse what they admitted.
-      .replace(/^(\s*)failurePolicy: Fail$/, '$1failurePolicy: {{ if eq (include "ownerrefs.admission" .) "both" }}Ignore{{ else }}Fail{{ end }}');
+      .replace(/^(\s*)failurePolicy: Fail$/, '$1failurePolicy: {{ if eq (include "ownerrefs.admission" .) "both" }}Ignore{{ else }}{{ .Values.webhook.failurePolicy }}{{ end }}')
+      .replace(/^(\s*)timeoutSeconds: 5$/, '$1timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}')
+      // The HTTPS port: its own, or one free on the node's network (webhook.hostNetwork).
+      .replace(/^(\s*)- --listen=0\.0\.0\.0:9443$/, '$1- --listen=0.0.0.0:{{ .Values.webhook.port }}')
+      .replace(/^(\s*)containerPort: 9443$/, '$1containerPort: {{ .Values.webhook.port }}')
+      .replace(/^(\s*)enableServiceLinks: false$/, '$1enableServiceLinks: false\n$1{{- if .Values.webhook.hostNetwork }}\n$1hostNetwork: true\n' +
+        '$1dnsPolicy: {{ .Values.webhook.dnsPolicy | default "ClusterFirstWithHostNet" }}\n$1{{- else if .Values.webhook.dnsPolicy }}\n$1dnsPolicy: {{ .Values.webhook.dnsPolicy }}\n$1{{- end }}');
   }).join('\n')
     // The pod template's labels and annotations, placement and resources from webhook.* values.
     .replace(/^( {6})labels:\n( {8})app\.kubernetes\.io\/name: ownerrefs-webhook\n/m,

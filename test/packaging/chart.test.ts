@@ -91,6 +91,21 @@ describe('the chart', () => {
     }
   });
 
+  it('webhook.port, hostNetwork (with its dnsPolicy), failurePolicy and timeoutSeconds reach the Deployment, the configuration and the NetworkPolicy', () => {
+    const objs = objects(helmTemplate(helm, ['--set', 'admission.mode=webhook', '--set', 'webhook.port=10250', '--set', 'webhook.hostNetwork=true', '--set', 'webhook.failurePolicy=Ignore',
+      '--set', 'webhook.timeoutSeconds=2', '--set', 'webhook.networkPolicy.enabled=true', '--set-json', 'webhook.networkPolicy.apiServerCIDRs=["10.0.0.0/8"]']));
+    const pod = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'ownerrefs-webhook')!.spec.template.spec;
+    expect({ hostNetwork: pod.hostNetwork, dnsPolicy: pod.dnsPolicy, listen: pod.containers[0].args.filter((a: string) => a.startsWith('--listen=')),
+      port: pod.containers[0].ports.find((p: Obj) => p.name === 'https').containerPort })
+      .toEqual({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet', listen: ['--listen=0.0.0.0:10250'], port: 10250 });
+    const hooks = objs.filter((o) => o.kind === 'MutatingWebhookConfiguration').flatMap((o) => o.webhooks);
+    expect(new Set(hooks.map((h: Obj) => `${h.failurePolicy}/${h.timeoutSeconds}`))).toEqual(new Set(['Ignore/2']));
+    expect(objs.find((o) => o.kind === 'NetworkPolicy')!.spec.ingress[0].ports).toEqual([{ port: 10250, protocol: 'TCP' }]);
+    // By default: the pod network, the cluster's DNS policy, and the plain YAML's port.
+    const plain = objects(helmTemplate(helm, ['--set', 'admission.mode=webhook'])).find((o) => o.kind === 'Deployment' && o.metadata.name === 'ownerrefs-webhook')!.spec.template.spec;
+    expect({ hostNetwork: plain.hostNetwork, dnsPolicy: plain.dnsPolicy }).toEqual({ hostNetwork: undefined, dnsPolicy: undefined });
+  });
+
   it('admission.mode=both: the webhook fails open, since the policies admit on their own; webhook mode fails closed', () => {
     const policies = (mode: string) => objects(helmTemplate(helm, ['--set', `admission.mode=${mode}`, '--show-only', 'templates/webhook.yaml']))
       .filter((o) => o.kind === 'MutatingWebhookConfiguration').flatMap((o) => o.webhooks.map((w: Obj) => w.failurePolicy));

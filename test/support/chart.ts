@@ -26,6 +26,9 @@ export const MATRIX: Record<string, string[]> = {
     '--set', 'webhook.tls.caBundle=Y2E=', '--set', 'extraArgs[0]=--owner-refresh-seconds=120', '--set', 'webhook.extraArgs[0]=--owner-budget-ms=500', '--set', 'criticalPodsQuota.enabled=false'],
   'namespace not created, pinned digest, extras': ['--set', 'namespace.create=false', '--set', `image.digest=sha256:${'a'.repeat(64)}`,
     '--set', 'extraLabels.team=platform', '--set', 'podAnnotations.note=x', '--set', 'priorityClassName=', '--set', 'maxUnavailable=3'],
+  'webhook on the node\'s network (an overlay CNI), failing open, behind a mirror, as a subchart': ['--set', 'webhook.enabled=true', '--set', 'webhook.hostNetwork=true',
+    '--set', 'webhook.port=10260', '--set', 'webhook.failurePolicy=Ignore', '--set', 'webhook.timeoutSeconds=3', '--set', 'global.imageRegistry=mirror.example.com:5000',
+    '--set-json', 'global.imagePullSecrets=[{"name":"mirror"}]', '--set', 'enabled=true'],
 };
 
 /** Each value set of the matrix, rendered into objects. */
