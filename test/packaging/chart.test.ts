@@ -106,6 +106,27 @@ describe('the chart', () => {
     expect({ hostNetwork: plain.hostNetwork, dnsPolicy: plain.dnsPolicy }).toEqual({ hostNetwork: undefined, dnsPolicy: undefined });
   });
 
+  it.each([
+    { mode: 'webhook', components: ['ownerrefs-agent', 'ownerrefs-webhook'] },
+    { mode: 'policy', components: ['ownerrefs-agent', 'ownerrefs-gate'] },
+    { mode: 'both', components: ['ownerrefs-agent', 'ownerrefs-webhook', 'ownerrefs-gate'] },
+  ])('monitoring.serviceMonitor in $mode mode: a headless Service on the health port of each installed component, selecting its pods, and one ServiceMonitor over them', ({ mode, components }) => {
+    const objs = objects(helmTemplate(helm, ['--set', `admission.mode=${mode}`, '--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.labels.release=prom']));
+    const services = objs.filter((o) => o.kind === 'Service' && o.metadata.labels?.['ownerrefs.dev/metrics'] === 'true');
+    expect(services.map((o) => o.metadata.name)).toEqual(components.map((c) => `${c}-metrics`));
+    const workloads = objs.filter((o) => o.kind === 'DaemonSet' || o.kind === 'Deployment');
+    for (const svc of services) {
+      expect(svc.spec.clusterIP).toBe('None');
+      const target = workloads.find((w) => Object.entries(svc.spec.selector).every(([k, v]) => w.spec.template.metadata.labels[k] === v))!;
+      const port = target.spec.template.spec.containers[0].ports.find((p: Obj) => p.name === 'http-health');
+      expect({ port: svc.spec.ports[0].port, targetPort: svc.spec.ports[0].targetPort }).toEqual({ port: port.containerPort, targetPort: 'http-health' });
+    }
+    const monitor = objs.find((o) => o.kind === 'ServiceMonitor')!;
+    expect(monitor.metadata.labels.release).toBe('prom');
+    expect(monitor.spec).toEqual({ selector: { matchLabels: { 'ownerrefs.dev/metrics': 'true' } }, endpoints: [{ port: 'http-health', path: '/metrics', interval: '30s' }] });
+    expect(objs.filter((o) => o.kind === 'PodMonitor')).toEqual([]);
+  });
+
   it('admission.mode=both: the webhook fails open, since the policies admit on their own; webhook mode fails closed', () => {
     const policies = (mode: string) => objects(helmTemplate(helm, ['--set', `admission.mode=${mode}`, '--show-only', 'templates/webhook.yaml']))
       .filter((o) => o.kind === 'MutatingWebhookConfiguration').flatMap((o) => o.webhooks.map((w: Obj) => w.failurePolicy));
