@@ -7,13 +7,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { AdmissionregistrationV1Api, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, KubernetesObjectApi, type KubernetesObject, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { admissionPolicies } from '../../agent/admission/policy/policy.ts';
 import { mutate } from '../../agent/admission/webhook/objects.ts';
 import { applyPatch } from '../../agent/cli/patch.ts';
 import { mergePatch } from '../../localcluster/patch.ts';
+import { apply, manifestObjects } from '../../localcluster/agentproc.ts';
+import { outcome, waitFor } from '../support/cluster.ts';
 import { fieldRefs } from '../../projections/annotations.ts';
 import { renderOwnerReferencesJson } from '../../projections/ownerreferences.ts';
 import { ANNOTATIONS, ANNOTATION_KEYS, annotationField, GATED_LABEL, SCHEDULING_GATE } from '../../projections/names.ts';
@@ -111,6 +113,37 @@ describe('admission.mode=policy on the real API server, with no webhook process'
     const forged = Object.fromEntries(ANNOTATION_KEYS.map((k) => [k, 'forged']));
     const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', annotations: { ...forged, 'example.com/keep': 'me' } }, spec: { ...spec, containers: [{ name: 'c', image: IMAGES.busybox, env: spec.containers[0]!.env ?? [] }] } });
     expect(pod.metadata.annotations).toEqual({ 'example.com/keep': 'me', ...ours });
+  });
+
+  it('the same forged pods behind the annotation writers\' policy (installed with the agent): our policies remove what the pod does not read before it looks, so both are admitted; without them it refuses', async () => {
+    const writers = manifestObjects().filter((o) => o.metadata?.name === 'annotation-writers.ownerrefs.dev');
+    const reg = e.kc.makeApiClient(AdmissionregistrationV1Api);
+    // Left in place if another file of this control plane installed it (the agent's set-up does).
+    const installedHere = !(await reg.readValidatingAdmissionPolicy({ name: 'annotation-writers.ownerrefs.dev' }).then(() => true, () => false));
+    await apply(e.kc, writers);
+    try {
+      const forged = { [ANNOTATIONS.workloadName]: 'payments' };
+      const bare = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w', annotations: forged }, spec: { automountServiceAccountToken: false, containers: [{ name: 'c', image: IMAGES.busybox }] } };
+      // The writers' policy is enforced about a second after it is created: until then, the pod is admitted stripped either way.
+      await reg.deleteMutatingAdmissionPolicyBinding({ name: 'pods.ownerrefs.dev' });
+      try {
+        const refused = await waitFor(async () => { const r = await outcome(admitted(bare)); return r.code === 403 ? r : undefined; }, { describe: 'the writers\' policy enforced, our pods policy unbound' });
+        expect(refused.message).toMatch(/a pod is created carrying the annotation ownerrefs\.dev\/workload-name without reading it/);
+      } finally {
+        await KubernetesObjectApi.makeApiClient(e.kc).create(shippedPolicies().find((o) => o.kind === 'MutatingAdmissionPolicyBinding' && o.metadata!.name === 'pods.ownerrefs.dev')!);
+      }
+      await waitFor(async () => (await admitted(bare).then(() => true, () => undefined)), { describe: 'our pods policy bound again' });
+      const all = Object.fromEntries(ANNOTATION_KEYS.map((k) => [k, 'forged']));
+      for (const spec of [kepSpec({ env: false, volume: false }), kepSpec()]) {
+        const pod = await admitted({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w', annotations: all }, spec: { ...spec, containers: [{ name: 'c', image: IMAGES.busybox, env: spec.containers[0]!.env ?? [] }] } });
+        expect(Object.keys(pod.metadata.annotations ?? {}).filter((k) => !k.startsWith('ownerrefs.dev/owner-references'))).toEqual([]);
+      }
+    } finally {
+      if (installedHere) {
+        await reg.deleteValidatingAdmissionPolicyBinding({ name: 'annotation-writers.ownerrefs.dev' }).catch(() => undefined);
+        await reg.deleteValidatingAdmissionPolicy({ name: 'annotation-writers.ownerrefs.dev' }).catch(() => undefined);
+      }
+    }
   });
 
   const readsKey = (key: string, extra: Obj = {}) => ({ automountServiceAccountToken: false, ...extra,
