@@ -99,7 +99,7 @@ export function webhookTemplate(): string {
       .replace(/^(\s*)failurePolicy: Fail$/, '$1failurePolicy: {{ if eq (include "ownerrefs.admission" .) "both" }}Ignore{{ else }}{{ .Values.webhook.failurePolicy }}{{ end }}')
       .replace(/^(\s*)timeoutSeconds: 5$/, '$1timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}')
       // The HTTPS port: its own, or one free on the node's network (webhook.hostNetwork).
-      .replace(/^(\s*)- --listen=0\.0\.0\.0:9443$/, '$1- --listen=0.0.0.0:{{ .Values.webhook.port }}')
+      .replace(/^(\s*)- --listen=:9443$/, '$1- --listen=:{{ .Values.webhook.port }}')
       .replace(/^(\s*)containerPort: 9443$/, '$1containerPort: {{ .Values.webhook.port }}')
       .replace(/^(\s*)enableServiceLinks: false$/, '$1enableServiceLinks: false\n$1{{- if .Values.webhook.hostNetwork }}\n$1hostNetwork: true\n' +
         '$1dnsPolicy: {{ .Values.webhook.dnsPolicy | default "ClusterFirstWithHostNet" }}\n$1{{- else if .Values.webhook.dnsPolicy }}\n$1dnsPolicy: {{ .Values.webhook.dnsPolicy }}\n$1{{- end }}');
@@ -122,7 +122,7 @@ export function webhookTemplate(): string {
   const SELF = 'eq .Values.webhook.tls.mode "selfManaged"';
   const withTls = body
     // Flags: TLS from a mounted Secret (not self-managed), the kinds followed, extraArgs.
-    .replace(/^( {8})- --health-addr=0\.0\.0\.0:8081\n/m, '$1- --health-addr=0.0.0.0:8081\n' +
+    .replace(/^( {8})- --health-addr=:8081\n/m, '$1- --health-addr=:8081\n' +
       `$1{{- if not (${SELF}) }}\n$1- --tls-cert-file=/etc/webhook-tls/tls.crt\n$1- --tls-key-file=/etc/webhook-tls/tls.key\n$1{{- end }}\n` +
       '$1{{- with .Values.followOwners.extraKinds }}\n$1- --follow-kinds={{ join "," . }}\n$1{{- end }}\n' +
       '$1{{- with .Values.webhook.extraArgs }}\n$1{{- toYaml . | nindent 8 }}\n$1{{- end }}\n')
@@ -222,7 +222,7 @@ export function admissionPolicyTemplate(): string {
         '$1{{- with .Values.gate.nodeSelector }}\n$1nodeSelector:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
         '$1{{- with .Values.gate.affinity }}\n$1affinity:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n' +
         '$1{{- with .Values.gate.tolerations }}\n$1tolerations:\n$1  {{- toYaml . | nindent 8 }}\n$1{{- end }}\n'],
-      [/^( {12})- --health-addr=0\.0\.0\.0:8081\n/m, '$1- --health-addr=0.0.0.0:8081\n$1{{- with .Values.gate.extraArgs }}\n$1{{- toYaml . | nindent 12 }}\n$1{{- end }}\n'],
+      [/^( {12})- --health-addr=:8081\n/m, '$1- --health-addr=:8081\n$1{{- with .Values.gate.extraArgs }}\n$1{{- toYaml . | nindent 12 }}\n$1{{- end }}\n'],
       [/^( {10})resources:\n(?: {12}.*\n)+/m, '$1resources:\n$1  {{- toYaml .Values.gate.resources | nindent 12 }}\n'],
     ]));
   return `{{- if include "ownerrefs.admission.policy" . }}

@@ -13,6 +13,7 @@ import type { ApiClient } from '../kube/client.ts';
 import { ApiError } from '../kube/client.ts';
 import { KubeconfigError } from '../kube/kubeconfig.ts';
 import { oneLine } from '../common/validation.ts';
+import { localUrlHost } from '../common/flags.ts';
 import { DRIVER_NAME } from '../../projections/names.ts';
 
 export type Verdict = 'OK' | 'FAIL' | 'WARN' | 'SKIP';
@@ -69,7 +70,7 @@ const NOT_KEPT = ['forbidden', 'invalid', 'refused', 'overridden'] as const;
 async function annotationWrites(cfg: DoctorConfig, env: DoctorEnv): Promise<Finding> {
   const check = 'annotation writes';
   if (!cfg.health) return { verdict: 'SKIP', check, message: 'no health address to read the running agent\'s counts from' };
-  const at = `${cfg.health.host === '0.0.0.0' ? '127.0.0.1' : cfg.health.host}:${cfg.health.port}`;
+  const at = `${localUrlHost(cfg.health.host)}:${cfg.health.port}`;
   const text = await env.agentMetrics(cfg.health);
   if (text === undefined) return { verdict: 'SKIP', check, message: `no agent answers on ${at} (doctor reads the counts of the agent running beside it)` };
   const count = (result: string) => text.split('\n').filter((l) => l.startsWith('ownerrefs_annotation_writes_total{') && l.includes(`result="${result}"`))
@@ -245,7 +246,7 @@ export function processEnv(api: Pick<ApiClient, 'json'>): DoctorEnv {
     mountinfo: () => fs.readFile('/proc/self/mountinfo', 'utf8').catch(() => ''),
     api,
     agentMetrics: async ({ host, port }) => {
-      const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/metrics`;
+      const url = `http://${localUrlHost(host)}:${port}/metrics`;
       try {
         const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
         return res.ok ? await res.text() : undefined;

@@ -7,7 +7,7 @@ export const KUBELET_ROOT = '/var/lib/kubelet';
 /** --registration-dir: the kubelet's plugin watcher directory under the default root. */
 export const REGISTRATION_DIR = '/var/lib/kubelet/plugins_registry';
 /** --health-addr. */
-export const HEALTH_ADDR = '0.0.0.0:8080';
+export const HEALTH_ADDR = ':8080';
 /** --log-level. */
 export const LOG_LEVEL = 'info';
 

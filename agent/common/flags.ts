@@ -48,11 +48,22 @@ export function logLevel(level: string): string {
   return level;
 }
 
-/** `host:port` (host empty: every address), for --health-addr and the webhook's --listen. */
+/**
+ * `host:port`, for --health-addr and the webhook's --listen. An IPv6 host is written in
+ * brackets (`[::1]:8080`) and returned without them. An empty host ('') means every address:
+ * IPv6 and IPv4 where the host has IPv6 (a dual-stack pod), IPv4 alone where it has not.
+ */
 export function hostPort(flag: string, v: string): [string, number] {
   const m = /^(.*):(\d{1,5})$/.exec(v);
   if (!m || Number(m[2]) > 65535) throw new ConfigError(`--${flag} must be host:port with a port from 0 to 65535, got ${JSON.stringify(v)}`);
-  return [m[1] || '0.0.0.0', Number(m[2])];
+  return [m[1]!.replace(/^\[(.*)\]$/, '$1'), Number(m[2])];
+}
+
+/** How this machine reaches a server listening on `host` (a wildcard listens on loopback too), as a URL's host. */
+export function localUrlHost(host: string): string {
+  if (host === '' || host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /** A command's --help: its usage, what it does, then each flag with its variable and default. */

@@ -72,7 +72,7 @@ export function gateObjects(namespace: string, image: string): Record<string, un
         securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
         topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: LABELS } }],
         containers: [{
-          name: 'gate', image, imagePullPolicy: 'IfNotPresent', args: ['gate', '--health-addr=0.0.0.0:8081'],
+          name: 'gate', image, imagePullPolicy: 'IfNotPresent', args: ['gate', '--health-addr=:8081'],
           env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, { name: 'LOG_LEVEL', value: 'info' }],
           ports: [{ name: 'http-health', containerPort: 8081, protocol: 'TCP' }],
           livenessProbe: { httpGet: { path: '/healthz', port: 'http-health' }, periodSeconds: 10, failureThreshold: 6 },

@@ -75,7 +75,7 @@ export function startHealthServer(opts: {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port, opts.host, () => resolve(server));
+    server.listen(opts.port, opts.host || undefined, () => resolve(server)); // '' : every address, both families
   });
 }
 

@@ -45,7 +45,7 @@ describe('the kubelet root', () => {
 describe('run flags', () => {
   it('have the defaults README documents', () => {
     expect(parseRunConfig(base, {})).toEqual({
-      nodeName: 'n1', kubeconfig: undefined, kubeletRoot: '/var/lib/kubelet', healthHost: '0.0.0.0', healthPort: 8080,
+      nodeName: 'n1', kubeconfig: undefined, kubeletRoot: '/var/lib/kubelet', healthHost: '', healthPort: 8080,
       logLevel: 'info', resyncMs: 60_000, maxBytes: 262_144, stallMs: 90_000, readyDownMs: 60_000, concurrency: 4,
       csiSocket: undefined, registrationDir: '/var/lib/kubelet/plugins_registry', followKinds: [], ownerRefreshMs: 600_000, annotationQps: 20,
     });
@@ -56,8 +56,9 @@ describe('run flags', () => {
     { what: 'the environment over the default', argv: base, env: { OWNERREFS_STALL_SECONDS: '30', LOG_LEVEL: 'debug' }, want: { stallMs: 30_000, logLevel: 'debug' } },
     { what: 'the node name from NODE_NAME (the downward API)', argv: [], env: { NODE_NAME: 'from-env' }, want: { nodeName: 'from-env' } },
     { what: 'a kubeconfig path', argv: [...base, '--kubeconfig=/etc/k.conf'], env: {}, want: { kubeconfig: '/etc/k.conf' } },
-    { what: 'an IPv6 health address', argv: [...base, '--health-addr=[::1]:9090'], env: {}, want: { healthHost: '[::1]', healthPort: 9090 } },
-    { what: 'a health address with no host', argv: [...base, '--health-addr=:9090'], env: {}, want: { healthHost: '0.0.0.0', healthPort: 9090 } },
+    { what: 'an IPv6 health address', argv: [...base, '--health-addr=[::1]:9090'], env: {}, want: { healthHost: '::1', healthPort: 9090 } },
+    { what: 'every IPv6 address, bracketed', argv: [...base, '--health-addr=[::]:9090'], env: {}, want: { healthHost: '::', healthPort: 9090 } },
+    { what: 'a health address with no host (every address, both families: the default)', argv: [...base, '--health-addr=:9090'], env: {}, want: { healthHost: '', healthPort: 9090 } },
     { what: 'a fractional concurrency, rounded down', argv: [...base, '--concurrency=2.7'], env: {}, want: { concurrency: 2 } },
   ])('take $what', ({ argv, env, want }) => {
     expect(parseRunConfig(argv, env)).toMatchObject(want);

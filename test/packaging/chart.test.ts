@@ -97,7 +97,7 @@ describe('the chart', () => {
     const pod = objs.find((o) => o.kind === 'Deployment' && o.metadata.name === 'ownerrefs-webhook')!.spec.template.spec;
     expect({ hostNetwork: pod.hostNetwork, dnsPolicy: pod.dnsPolicy, listen: pod.containers[0].args.filter((a: string) => a.startsWith('--listen=')),
       port: pod.containers[0].ports.find((p: Obj) => p.name === 'https').containerPort })
-      .toEqual({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet', listen: ['--listen=0.0.0.0:10250'], port: 10250 });
+      .toEqual({ hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet', listen: ['--listen=:10250'], port: 10250 });
     const hooks = objs.filter((o) => o.kind === 'MutatingWebhookConfiguration').flatMap((o) => o.webhooks);
     expect(new Set(hooks.map((h: Obj) => `${h.failurePolicy}/${h.timeoutSeconds}`))).toEqual(new Set(['Ignore/2']));
     expect(objs.find((o) => o.kind === 'NetworkPolicy')!.spec.ingress[0].ports).toEqual([{ port: 10250, protocol: 'TCP' }]);
@@ -141,7 +141,7 @@ describe('the chart', () => {
     const pod = gate.spec.template.spec;
     expect({ replicas: gate.spec.replicas, priority: pod.priorityClassName, nodeSelector: pod.nodeSelector, tolerations: pod.tolerations, pullSecrets: pod.imagePullSecrets,
       args: pod.containers[0].args, resources: pod.containers[0].resources }).toEqual({ replicas: 3, priority: undefined, nodeSelector: { pool: 'system' },
-      tolerations: [{ key: 'dedicated', operator: 'Exists' }], pullSecrets: [{ name: 'mirror' }], args: ['gate', '--health-addr=0.0.0.0:8081', '--owner-budget-ms=5000'], resources: { requests: { cpu: '50m', memory: '80Mi' }, limits: { memory: '256Mi' } } });
+      tolerations: [{ key: 'dedicated', operator: 'Exists' }], pullSecrets: [{ name: 'mirror' }], args: ['gate', '--health-addr=:8081', '--owner-budget-ms=5000'], resources: { requests: { cpu: '50m', memory: '80Mi' }, limits: { memory: '256Mi' } } });
   });
 
   it.each([
@@ -170,7 +170,7 @@ describe('the chart', () => {
     const ds = objects(text).find((o) => o.kind === 'DaemonSet')!;
     const c = ds.spec.template.spec.containers[0];
     const root = '/var/snap/microk8s/common/var/lib/kubelet';
-    expect(c.args).toEqual(['run', `--kubelet-root=${root}`, '--health-addr=0.0.0.0:8080', `--csi-socket=${root}/plugins/ownerrefs.dev/csi.sock`, `--registration-dir=${root}/plugins_registry`]);
+    expect(c.args).toEqual(['run', `--kubelet-root=${root}`, '--health-addr=:8080', `--csi-socket=${root}/plugins/ownerrefs.dev/csi.sock`, `--registration-dir=${root}/plugins_registry`]);
     expect(ds.spec.template.spec.volumes.map((v: Obj) => v.hostPath.path)).toEqual([`${root}/pods`, `${root}/plugins/ownerrefs.dev`, `${root}/plugins_registry`]);
     expect(c.volumeMounts.map((m: Obj) => m.mountPath)).toEqual([`${root}/pods`, `${root}/plugins/ownerrefs.dev`, `${root}/plugins_registry`]);
   });

@@ -19,7 +19,7 @@ describe('webhook.yaml', () => {
     expect(d.spec.replicas).toBe(2);
     expect(byKind('PodDisruptionBudget').spec).toEqual({ minAvailable: 1, selector: d.spec.selector });
     expect(byKind('Service').spec.ports).toEqual([{ name: 'https', port: 443, targetPort: 'https' }]);
-    expect(d.spec.template.spec.containers[0].args).toEqual(['webhook', '--listen=0.0.0.0:9443', '--health-addr=0.0.0.0:8081']);
+    expect(d.spec.template.spec.containers[0].args).toEqual(['webhook', '--listen=:9443', '--health-addr=:8081']);
   });
 
   it('fails closed only for what it matches, never waits long, and skips its own namespace', () => {

@@ -131,7 +131,7 @@ export function startWebhookServer(opts: {
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
+    server.listen(opts.port, opts.host || undefined, () => { // '' : every address, both families
       server.off('error', reject);
       resolve({
         server,

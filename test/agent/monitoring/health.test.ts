@@ -1,9 +1,12 @@
 import { once } from 'node:events';
 import type http from 'node:http';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PER_ADDRESS, startHealthServer } from '../../../agent/monitoring/health.ts';
+import { HEALTH_ADDR } from '../../../agent/common/defaults.ts';
+import { hostPort } from '../../../agent/common/flags.ts';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -22,7 +25,20 @@ async function serve(problems: string[] = [], idleTimeoutMs?: number) {
   };
 }
 
+// Whether this machine's loopback has IPv6 (a kernel booted with ipv6.disable=1 has none).
+const IPV6_LOOPBACK = (() => { try { return /^0{31}1 /m.test(readFileSync('/proc/net/if_inet6', 'utf8')); } catch { return false; } })();
+
 describe('health server', () => {
+  // The manifests' --health-addr=:PORT: a dual-stack pod's probes and scrapes may come over either family.
+  it.runIf(IPV6_LOOPBACK)('at the default address, answers over IPv4 and IPv6 alike', async () => {
+    const [host] = hostPort('health-addr', HEALTH_ADDR);
+    const server = await startHealthServer({ host, port: 0, ready: () => [], registry: new Registry() });
+    servers.push(server);
+    const { port } = server.address() as { port: number };
+    const statuses = await Promise.all(['127.0.0.1', '[::1]'].map(async (h) => (await fetch(`http://${h}:${port}/healthz`)).status));
+    expect(statuses).toEqual([200, 200]);
+  });
+
   it.each(['/healthz', '/livez', '/healthz?verbose=1'])('%s answers 200 while the event loop answers', async (p) => {
     const get = await serve(['pod watch down for 90 s']);
     expect(await get(p)).toMatchObject({ status: 200, body: 'ok\n' });
