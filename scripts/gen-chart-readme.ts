@@ -76,10 +76,12 @@ helm install ownerrefs-agent charts/ownerrefs-agent --set webhook.enabled=true
 helm uninstall ownerrefs-agent
 \`\`\`
 
-The chart makes its namespace itself (\`namespace.name\`, labelled for the Pod Security level the
-agent needs): install without \`--create-namespace\`, or with \`namespace.create=false\` into a
-namespace you labelled \`pod-security.kubernetes.io/enforce=privileged\`. \`values.schema.json\`
-refuses any other value.
+Every namespaced object goes into \`namespaceOverride\` if set, else the release's namespace
+(\`helm install -n NS\`), else, for a release in \`default\`, \`namespace.name\`
+(\`ownerrefs-system\`). The chart makes that namespace, labelled for the Pod Security level the
+agent needs; one that exists already (\`--create-namespace\` made it) is left as it is, and the
+install is refused, saying so, only where its \`pod-security.kubernetes.io/enforce\` level is
+not \`privileged\`. \`values.schema.json\` refuses any other value.
 
 ## Values
 

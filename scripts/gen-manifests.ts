@@ -88,7 +88,7 @@ export function webhookTemplate(): string {
   const body = text.split('\n').map((line) => {
     if (line.trimStart().startsWith('#')) return line;
     return line
-      .replace(/\bownerrefs-system\b/g, '{{ .Values.namespace.name }}')
+      .replace(/\bownerrefs-system\b/g, '{{ include "ownerrefs.namespace" . }}')
       .replace(/image: ghcr\.io\/ownerrefs-dev\/ownerrefs-agent:[^\s]+/, 'image: {{ include "ownerrefs.image" . }}')
       .replace(/^(\s*)replicas: 2$/, '$1replicas: {{ .Values.webhook.replicas }}')
       .replace(/^(\s*)imagePullPolicy: IfNotPresent$/, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}')
@@ -145,7 +145,7 @@ export function webhookTemplate(): string {
       if (!doc.includes(extra)) throw new Error('webhook.yaml: the MutatingWebhookConfiguration has no extraAnnotations block');
       return doc.replace(extra, '  {{- $annotations := deepCopy (.Values.extraAnnotations | default (dict)) }}\n' +
         '  {{- if eq .Values.webhook.tls.mode "certManager" }}\n' +
-        '  {{- $_ := set $annotations "cert-manager.io/inject-ca-from" (printf "%s/ownerrefs-webhook" .Values.namespace.name) }}\n' +
+        '  {{- $_ := set $annotations "cert-manager.io/inject-ca-from" (printf "%s/ownerrefs-webhook" (include "ownerrefs.namespace" .)) }}\n' +
         '  {{- end }}\n  {{- with $annotations }}\n  annotations:\n');
     }
     return doc;
@@ -156,7 +156,7 @@ export function webhookTemplate(): string {
 /** The chart's template of the agent's ValidatingAdmissionPolicy and its binding (agent/manifests/agentpolicy.ts). */
 export function agentPolicyTemplate(): string {
   const NS = 'NAMESPACE-PLACEHOLDER';
-  const docs = [...agentPolicy(NS), ...annotationWritersPolicy(NS)].map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()).replaceAll(NS, '{{ .Values.namespace.name }}'));
+  const docs = [...agentPolicy(NS), ...annotationWritersPolicy(NS)].map((o) => withExtraMetadata(stringify(o, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()).replaceAll(NS, '{{ include "ownerrefs.namespace" . }}'));
   return `# Generated from agent/manifests/agentpolicy.ts and writerspolicy.ts by scripts/gen-manifests.ts.
 # The agent may patch pods (the annotations the KEP's syntax reads); the first policy bounds
 # that to those annotations, on pods of its own node; the second lets no one else change them.
@@ -209,7 +209,7 @@ export function admissionPolicyTemplate(): string {
   const NS = 'NAMESPACE-PLACEHOLDER';
   const IMAGE = 'IMAGE-PLACEHOLDER';
   const docs = policyModeObjects(NS, IMAGE).map((o) => withExtraMetadata(yamlOf(o))
-    .replaceAll(NS, '{{ .Values.namespace.name }}')
+    .replaceAll(NS, '{{ include "ownerrefs.namespace" . }}')
     .replace(`image: ${IMAGE}`, 'image: {{ include "ownerrefs.image" . }}')
     .replace(/^(\s*)imagePullPolicy: IfNotPresent$/m, '$1imagePullPolicy: {{ .Values.image.pullPolicy }}')
     .replace(/^(\s*)value: info$/m, '$1value: {{ .Values.logLevel }}'))

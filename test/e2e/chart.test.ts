@@ -53,13 +53,22 @@ describe('the Helm chart against the API server', () => {
     }
   });
 
-  it('says what to do when `helm install --create-namespace` made its namespace first, instead of a conflict', async () => {
+  it('installs into the release\'s namespace with `helm install -n NS --create-namespace`, leaving the namespace helm made as it is; refuses one whose Pod Security level would refuse the agent, saying so', async () => {
+    const helm = (...args: string[]) => spawnSync(helmBin(), [...args, `--kubeconfig=${lcp!.cp.kubeconfigPath}`], { encoding: 'utf8' });
     const ns = `helm-made-${Date.now().toString(36)}`;
-    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
-    const r = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--dry-run=server', `--kubeconfig=${lcp!.cp.kubeconfigPath}`], { encoding: 'utf8' });
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain(`namespace ${ns} exists already and this release did not make it (helm --create-namespace makes it first): install without --create-namespace, or with --set namespace.create=false`);
-    const ok = spawnSync(helmBin(), ['install', 'ownerrefs-agent', CHART, '--namespace', ns, '--set', `namespace.name=${ns}`, '--set', 'namespace.create=false', '--dry-run=server', `--kubeconfig=${lcp!.cp.kubeconfigPath}`], { encoding: 'utf8' });
-    expect(ok.status, ok.stderr).toBe(0);
+    const r = helm('install', 'ownerrefs-agent', CHART, '--namespace', ns, '--create-namespace');
+    expect(r.status, r.stderr).toBe(0);
+    const manifest = helm('get', 'manifest', 'ownerrefs-agent', '--namespace', ns).stdout;
+    expect([...manifest.matchAll(/^  namespace: (.+)$/gm)].map((m) => m[1]).filter((n) => n !== ns)).toEqual([]);
+    expect(manifest).toContain(`system:serviceaccount:${ns}:ownerrefs-agent`);
+    const core = kc.makeApiClient(CoreV1Api);
+    expect((await core.listNamespacedServiceAccount({ namespace: ns })).items.map((a) => a.metadata!.name)).toContain('ownerrefs-agent');
+    expect(helm('uninstall', 'ownerrefs-agent', '--namespace', ns).status).toBe(0);
+
+    const strict = `${ns}-baseline`;
+    await core.createNamespace({ body: { metadata: { name: strict, labels: { 'pod-security.kubernetes.io/enforce': 'baseline' } } } });
+    const refused = helm('install', 'ownerrefs-agent', CHART, '--namespace', strict, '--dry-run=server');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain(`namespace ${strict} enforces the Pod Security level baseline, which refuses the agent's pods (hostPath, uid 0): label it pod-security.kubernetes.io/enforce=privileged`);
   });
 });

@@ -364,6 +364,35 @@ describe('the chart', () => {
     expect(objs.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'ownerrefs-agent')!.rules).toContainEqual({ apiGroups: [''], resources: ['pods'], verbs: ['patch'] });
   });
 
+  // Every mode and option that adds namespaced objects or names the namespace in a string.
+  const EVERYTHING = ['--set', 'webhook.enabled=true', '--set', 'followOwners.rbac=true', '--set', 'monitoring.podMonitor.enabled=true', '--set', 'monitoring.serviceMonitor.enabled=true',
+    '--set', 'webhook.networkPolicy.enabled=true', '--set-json', 'webhook.networkPolicy.apiServerCIDRs=["10.0.0.0/8"]'];
+  it.each([
+    { what: 'helm without -n: namespace.name', args: [], ns: 'ownerrefs-system' },
+    { what: 'the release\'s namespace (helm -n infra)', args: ['--namespace', 'infra'], ns: 'infra' },
+    { what: 'namespaceOverride over the release\'s', args: ['--namespace', 'infra', '--set', 'namespaceOverride=platform'], ns: 'platform' },
+    { what: 'namespace.name for a release in default', args: ['--namespace', 'default', '--set', 'namespace.name=agents'], ns: 'agents' },
+  ])('puts every namespaced object, and every name of its ServiceAccounts, in $what', ({ args, ns }) => {
+    for (const extra of [EVERYTHING, ['--set', 'admission.mode=policy', '--set', 'followOwners.rbac=true']]) {
+      const text = helmTemplate(helm, [...args, ...extra]);
+      const objs = objects(text);
+      const namespaced = objs.filter((o) => !['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CSIDriver', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy',
+        'MutatingAdmissionPolicyBinding', 'MutatingWebhookConfiguration', 'PriorityLevelConfiguration', 'FlowSchema', 'PriorityClass'].includes(o.kind));
+      expect(namespaced.length).toBeGreaterThan(3);
+      expect(namespaced.filter((o) => o.metadata.namespace !== ns).map((o) => `${o.kind}/${o.metadata.name} in ${o.metadata.namespace}`)).toEqual([]);
+      expect(objs.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).toEqual([ns]);
+      // ServiceAccount subjects, the policies' usernames and the webhook's Service name the same namespace.
+      expect([...text.matchAll(/system:serviceaccount:([a-z0-9-]+):/g)].map((m) => m[1]).filter((n) => n !== ns)).toEqual([]);
+      for (const o of objs.filter((x) => ['ClusterRoleBinding', 'RoleBinding'].includes(x.kind))) {
+        expect((o.subjects ?? []).filter((sub: { kind: string; namespace?: string }) => sub.kind === 'ServiceAccount' && sub.namespace !== ns)).toEqual([]);
+      }
+    }
+  });
+
+  it('refuses a namespaceOverride that is no DNS label', () => {
+    expect(() => helmTemplate(helm, ['--set', 'namespaceOverride=Bad_Name'])).toThrow(/namespaceOverride/);
+  });
+
   it('gives the webhook a PodDisruptionBudget only with more than one replica, and carries its priority class and the log level', () => {
     const render = (...args: string[]) => objects(helmTemplate(helm, ['--set', 'webhook.enabled=true', ...args]));
     const pdbs = (objs: Obj[]) => objs.filter((o) => o.kind === 'PodDisruptionBudget');

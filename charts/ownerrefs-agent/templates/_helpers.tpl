@@ -111,3 +111,18 @@ tell and does not refuse.
 {{- define "ownerrefs.admission.policy" -}}
 {{- if has (include "ownerrefs.admission" .) (list "policy" "both") -}}true{{- end -}}
 {{- end -}}
+
+{{/*
+The namespace of every namespaced object: namespaceOverride; else the release's (helm -n NS);
+else, for a release in `default` (helm without -n), namespace.name: a node agent's pods run
+privileged, which the default namespace should not allow.
+*/}}
+{{- define "ownerrefs.namespace" -}}
+{{- if .Values.namespaceOverride -}}
+{{- .Values.namespaceOverride -}}
+{{- else if ne .Release.Namespace "default" -}}
+{{- .Release.Namespace -}}
+{{- else -}}
+{{- .Values.namespace.name -}}
+{{- end -}}
+{{- end -}}
