@@ -35,3 +35,24 @@ describe('the release workflow', () => {
     expect(workflow.jobs.release!.permissions).toEqual({ contents: 'write', packages: 'write', 'id-token': 'write' });
   });
 });
+
+describe('every workflow', () => {
+  const files = readdirSync(DIR).map((f) => path.join(DIR, f));
+  const uses = files.flatMap((f) => readFileSync(f, 'utf8').split('\n').filter((l) => /^\s*-?\s*uses:/.test(l)).map((l) => ({ file: path.basename(f), line: l.trim() })));
+
+  it('pins each action by its full commit, with the version it is beside it (a tag can be moved, a commit cannot)', () => {
+    expect(uses.length).toBeGreaterThan(2);
+    expect(uses.filter((u) => !/^-?\s*uses: [\w.-]+\/[\w./-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$/.test(u.line))).toEqual([]);
+  });
+
+  it('runs the README\'s test command on every push to main and every pull request, as root', () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const command = /^(npm ci && npm test)\s+#/m.exec(readme)![1]!;
+    const ci = parse(readFileSync(path.join(DIR, 'ci.yaml'), 'utf8')) as { on: { push: { branches: string[] }; pull_request: unknown }; permissions: unknown; jobs: Record<string, { steps: { run?: string }[] }> };
+    expect(ci.on.push.branches).toEqual(['main']);
+    expect('pull_request' in ci.on).toBe(true);
+    expect(ci.permissions).toEqual({ contents: 'read' });
+    const runs = Object.values(ci.jobs).flatMap((j) => j.steps.map((x) => x.run ?? ''));
+    expect(runs.filter((r) => r.startsWith('sudo ') && r.endsWith(`bash -c '${command}'`))).toHaveLength(1);
+  });
+});
