@@ -4,7 +4,6 @@
 // shipped in daemonset.yaml) lets it change only the ownerrefs.dev annotations it keeps,
 // and only on pods of its own node. Everything else is refused, with the policy's message.
 
-import https from 'node:https';
 import path from 'node:path';
 import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { agentKubeconfig, apply, manifestObjects, serviceAccountKubeconfig } fro
 import { mergePatch } from '../../localcluster/patch.ts';
 import { apiServerMetrics, clusterInfo, outcome, seriesSum, waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
+import { ADMIN, kubeletIdentity, requestAs, serviceAccountIdentity, type Identity } from '../support/impersonate.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
 const OURS = 'ownerrefs.dev/owner-references';
@@ -174,33 +174,9 @@ describe('every other writer against the annotation-writers policy', () => {
     expect(r.message.endsWith(names)).toBe(true);
   });
 
-  /**
-   * One request as the admin, or as `as` (impersonated: the API server authorizes and admits
-   * it as that user and those groups, as if they had sent it); its answer as code and message.
-   */
-  const request = async (as: Identity, method: string, urlPath: string, body: object, contentType = 'application/json') => {
-    const server = new URL(e.kc.getCurrentCluster()!.server);
-    const opts: https.RequestOptions = { method, hostname: server.hostname, port: server.port, path: urlPath, headers: { 'Content-Type': contentType } };
-    await e.kc.applyToHTTPSOptions(opts);
-    if (as.user) opts.headers = { ...opts.headers, 'Impersonate-User': as.user, 'Impersonate-Group': as.groups ?? [],
-      ...Object.fromEntries(Object.entries(as.extra ?? {}).map(([k, v]) => [`Impersonate-Extra-${encodeURIComponent(k)}`, v])) };
-    return new Promise<{ code: number; message: string }>((resolve, reject) => {
-      const req = https.request(opts, (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => { text += d.toString(); });
-        res.on('end', () => {
-          const code = res.statusCode ?? 0;
-          resolve({ code: code < 300 ? 200 : code, message: code < 300 ? '' : (JSON.parse(text) as { message: string }).message });
-        });
-      });
-      req.on('error', reject);
-      req.end(JSON.stringify(body));
-    });
-  };
-  type Identity = { user?: string; groups?: string[]; extra?: Record<string, string> };
-  const ADMIN: Identity = {};
-  const serviceAccount = (name: string): Identity => ({ user: `system:serviceaccount:${e.ns}:${name}`, groups: ['system:serviceaccounts', 'system:authenticated'] });
-  const kubelet = (): Identity => ({ user: `system:node:${e.nodeName}`, groups: ['system:nodes', 'system:authenticated'] });
+  const request = (as: Identity, method: string, urlPath: string, body: object, contentType?: string) => requestAs(e.kc, as, method, urlPath, body, contentType);
+  const serviceAccount = (name: string) => serviceAccountIdentity(e.ns, name);
+  const kubelet = () => kubeletIdentity(e.nodeName);
   const statusPatch = (as: Identity, patchBody: object) => request(as, 'PATCH', `/api/v1/namespaces/${e.ns}/pods/target/status`, patchBody, 'application/merge-patch+json');
 
   it.each([
