@@ -230,6 +230,16 @@ describe('every other writer against the annotation-writers policy', () => {
     expect(r.message).toMatch(CREATED(names));
   });
 
+  it('refuses the kubelet of the pod\'s node a mirror pod created carrying one it does not read, naming it', async () => {
+    const node = await e.core.readNode({ name: e.nodeName });
+    const r = await request(kubelet(), 'POST', `/api/v1/namespaces/${e.ns}/pods`, { apiVersion: 'v1', kind: 'Pod',
+      metadata: { name: `created-${created++}`, annotations: { 'kubernetes.io/config.mirror': 'forged', 'ownerrefs.dev/workload-name': 'payments' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: e.nodeName, uid: node.metadata!.uid!, controller: true }] },
+      spec: { nodeName: e.nodeName, containers: [{ name: 'c', image: 'busybox' }] } });
+    expect(r.code, r.message).toBe(403);
+    expect(r.message).toMatch(CREATED('ownerrefs.dev/workload-name'));
+  });
+
   it('admits a pod created carrying a value it reads, and the agent writes the truth over it once the pod is on its node', async () => {
     const name = `created-${created}`;
     expect(await create(() => editor, { [OURS]: '[{"kind":"Forged"}]', team: 'a' }, reading(OURS))).toEqual({ code: 200, message: '' });
