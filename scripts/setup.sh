@@ -81,7 +81,7 @@ if [[ $what == test ]]; then
   bash localcluster/tools/build.sh >/dev/null
   bash localcluster/release/tools/build.sh krew >/dev/null # the release's install test
   bash localcluster/release/tools/build.sh actionlint >/dev/null # the release workflow's check
-  bash localcluster/oldest/build.sh >/dev/null # the oldest supported Kubernetes release
+  bash localcluster/versions/build.sh oldest >/dev/null # the oldest supported Kubernetes release
   if has busybox; then bash localcluster/conformance/build.sh >/dev/null; fi # Kubernetes' e2e suite with ours, agnhost and the images they run
 fi
 if [[ $what == test ]]; then

@@ -19,18 +19,27 @@ import { reapStale, Supervisor, type Component, type SpawnSpec } from './process
 export const WORKDIR_PREFIX = 'ownerrefs-cp-';
 
 /**
- * The directory holding etcd and the Kubernetes binaries, built by ./build.sh on a cache
- * miss (minutes, cold). The build's progress goes to our stderr so it shows signs of life.
+ * The older Kubernetes release the local cluster runs, from OWNERREFS_K8S: a minor ("1.31"),
+ * or "oldest" for the oldest this project supports; undefined (unset) for the release it is
+ * developed on. localcluster/versions/build.sh builds each older one from its pinned module.
  */
+export function olderRelease(): string | undefined {
+  const v = process.env.OWNERREFS_K8S;
+  if (!v) return undefined;
+  if (v === 'oldest' || /^1\.\d+$/.test(v)) return v;
+  throw new Error(`OWNERREFS_K8S=${v}: use "oldest" or a minor release such as 1.31 (localcluster/versions/)`);
+}
+
 /**
  * The directory with etcd, the control plane's binaries and kubectl: the release the project
- * is developed on, or with OWNERREFS_K8S=oldest the oldest it supports (localcluster/oldest,
- * whose directory also holds that release's kubelet).
+ * is developed on, or the older one OWNERREFS_K8S names (whose directory also holds its
+ * kubelet). Built on a cache miss (minutes, cold); the build's progress goes to our stderr.
  */
 export function controlPlaneBinaries(): Promise<string> {
-  const script = process.env.OWNERREFS_K8S === 'oldest' ? join(import.meta.dirname, '..', 'oldest', 'build.sh') : join(import.meta.dirname, 'build.sh');
+  const older = olderRelease();
+  const [script, ...args] = older ? [join(import.meta.dirname, '..', 'versions', 'build.sh'), older] : [join(import.meta.dirname, 'build.sh')];
   return new Promise((resolve, reject) => {
-    const child = execFile('bash', [script], { maxBuffer: 1 << 20 }, (err, stdout) => {
+    const child = execFile('bash', [script!, ...args], { maxBuffer: 1 << 20 }, (err, stdout) => {
       if (err) reject(new Error(`${script} failed: ${err.message}`));
       else resolve(stdout.trim().split('\n').pop() ?? '');
     });

@@ -27,7 +27,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { writeKubeconfig } from '../controlplane/certs.ts';
-import type { ControlPlane } from '../controlplane/controlplane.ts';
+import { olderRelease, type ControlPlane } from '../controlplane/controlplane.ts';
 import { freePort } from '../controlplane/net.ts';
 import { startApiForPods, type ApiForPods } from './apiforpods.ts';
 import { mergePatch } from '../patch.ts';
@@ -87,10 +87,11 @@ export function missingForRealNode(): string[] {
 
 /**
  * The directory with the kubelet and the hollow kubelet, built by ./build.sh on a miss; with
- * OWNERREFS_K8S=oldest, the oldest supported release's kubelet (no hollow kubelet there).
+ * OWNERREFS_K8S set, that older release's kubelet (no hollow kubelet there).
  */
 export async function nodeBinaries(): Promise<string> {
-  return buildScript(process.env.OWNERREFS_K8S === 'oldest' ? '../oldest/build.sh' : 'build.sh');
+  const older = olderRelease();
+  return older ? buildScript('../versions/build.sh', older) : buildScript('build.sh');
 }
 
 /** The directory with the real node's image archives, made by ./images/build.sh on a miss. */
@@ -98,8 +99,8 @@ export async function nodeImages(): Promise<string> {
   return buildScript('images/build.sh');
 }
 
-async function buildScript(script: string): Promise<string> {
-  const { stdout } = await run('bash', [path.join(import.meta.dirname, script)], { maxBuffer: 1 << 20 });
+async function buildScript(script: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run('bash', [path.join(import.meta.dirname, script), ...args], { maxBuffer: 1 << 20 });
   return stdout.trim().split('\n').pop() ?? '';
 }
 

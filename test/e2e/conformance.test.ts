@@ -22,7 +22,7 @@ import { promisify } from 'node:util';
 import { AdmissionregistrationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhook, type WebhookProcess } from '../../localcluster/webhookproc.ts';
-import { installPolicies, type InstalledPolicies } from '../support/admissionpolicy.ts';
+import { installPolicies, servesPolicies, type InstalledPolicies } from '../support/admissionpolicy.ts';
 import { apiStatus } from '../support/cluster.ts';
 import { CONTAINERS, useRealNode } from '../support/realnode-e2e.ts';
 
@@ -147,7 +147,12 @@ describe.runIf(CONTAINERS)("Kubernetes' downward API conformance specs and ours 
     expect({ upstream: r.ran.length - ours.length, ours: ours.length }).toEqual({ upstream: UPSTREAM_SPECS, ours: OUR_SPECS });
   }, 660_000);
 
-  it(`in policy mode, with no webhook process or configuration, upstream's ${UPSTREAM_SPECS} and our ${OUR_SPECS} all pass`, async () => {
+  it(`in policy mode, with no webhook process or configuration, upstream's ${UPSTREAM_SPECS} and our ${OUR_SPECS} all pass`, async (ctx) => {
+    if (!(await servesPolicies(e.kc))) {
+      // Before 1.36 (OWNERREFS_K8S=1.3x) the webhook is the way in: admission.mode=auto picks it.
+      console.warn('SKIPPED: this API server does not serve MutatingAdmissionPolicy v1 (GA in 1.36), so policy mode cannot be installed here');
+      ctx.skip();
+    }
     const stopped = webhook;
     webhook = undefined;
     await stopped?.remove();

@@ -22,6 +22,15 @@ export const shippedPolicies = (): KubernetesObject[] => shipped().filter((o) =>
 /** The gate's ServiceAccount and RBAC (its Deployment is run as a process here: localcluster/gateproc.ts). */
 export const shippedGateRbac = (): KubernetesObject[] => shipped().filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind!));
 
+/**
+ * Whether the API server serves MutatingAdmissionPolicy at admissionregistration.k8s.io/v1 (GA
+ * in 1.36), what admission.mode=auto asks before it picks the policies over the webhook.
+ */
+export async function servesPolicies(kc: KubeConfig): Promise<boolean> {
+  const list = await kc.makeApiClient(AdmissionregistrationV1Api).getAPIResources();
+  return list.resources.some((r) => r.name === 'mutatingadmissionpolicies');
+}
+
 export interface InstalledPolicies {
   /** What the API server stores for `obj` in the namespace: a server-side dry run, so admission runs and nothing is kept. */
   admitted(obj: Record<string, unknown>): Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any

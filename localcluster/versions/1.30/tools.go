@@ -1,6 +1,6 @@
 //go:build tools
 
-// The commands built from this module (localcluster/oldest/build.sh).
+// The commands built from this module (localcluster/versions/build.sh).
 package tools
 
 import (
