@@ -6,6 +6,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dataPath, withDiagram, CONCEPTS } from '../../scripts/gen-diagrams.ts';
+import { FILES, INSTALL, releases, RESULTS, withVersionsTable, type VersionsFile } from '../../scripts/test-versions.ts';
 import { asDryRun, consoleSteps, exampleCommands, outputMatches, ROOT, shellBlocks, userDocs } from '../support/docblocks.ts';
 
 const read = (f: string) => readFileSync(path.join(ROOT, f), 'utf8');
@@ -55,6 +56,14 @@ describe('the docs', () => {
     const doc = readFileSync(CONCEPTS, 'utf8');
     expect(doc).toBe(withDiagram(doc));
     expect(doc).toContain(dataPath());
+  });
+
+  it('INSTALL.md\'s table of supported versions is written from bench/results/versions.json, which has every release of the range, each file run on each (npm run test:versions)', () => {
+    const results = JSON.parse(readFileSync(RESULTS, 'utf8')) as VersionsFile;
+    const doc = readFileSync(INSTALL, 'utf8');
+    expect(doc).toBe(withVersionsTable(doc, results));
+    expect(results.releases.map((r) => [r.minor, r.version]).sort()).toEqual(releases().sort());
+    for (const r of results.releases) expect(Object.keys(r.files).sort(), r.version).toEqual([...FILES].sort());
   });
 
   it('the architecture page names every module of agent/ and projections/', () => {
