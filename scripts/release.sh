@@ -14,26 +14,33 @@
 #      have its section, and the chart's default architectures must be the ones built, or it
 #      stops here.
 #   2. The image for linux/amd64 and linux/arm64 (localcluster/image/build.sh), pushed to a
-#      registry on loopback as one OCI image index, and signed there by cosign.
-#   3. dist/ownerrefs-agent-image-V.oci.tar: that index with both images and the signature
-#      (`cosign save`), an OCI image layout in a tar.
-#   4. The chart, packaged (`helm package`): dist/ownerrefs-agent-V.tgz.
-#   5. The kubectl plugin's archive and its krew manifest, whose sha256 is the archive's.
-#   6. SBOMs (CycloneDX JSON, by syft): each image's (Debian's packages, Node, the npm
-#      packages it ships), and the npm dependencies' the image ships (from the lockfile).
-#   7. cosign.pub; the chart's signature bundle; SHA256SUMS of every file; its own bundle.
+#      registry on loopback as one OCI image index, and signed there by cosign. The signature
+#      names $OWNERREFS_IMAGE_REPOSITORY:V (default ghcr.io/ownerrefs-dev/ownerrefs-agent),
+#      what users pull, not the loopback registry's address; with the tag, so that podman's
+#      exact and remapped identities accept it as well as its matchRepository.
+#   3. Each image's SBOM (CycloneDX JSON, by syft: Debian's packages, Node, the npm packages
+#      it ships) and the build's SLSA provenance (scripts/provenance.ts), attached to the
+#      index as signed attestations (`cosign verify-attestation --type cyclonedx` or
+#      `slsaprovenance1`), and kept as files too.
+#   4. dist/ownerrefs-agent-image-V.oci.tar: that index with both images, the signature and
+#      the attestations (`cosign save`), an OCI image layout in a tar.
+#   5. The chart, packaged (`helm package`): dist/ownerrefs-agent-V.tgz.
+#   6. The kubectl plugin's archive and its krew manifest, whose sha256 is the archive's.
+#   7. The npm dependencies' SBOM (from the lockfile); cosign.pub; the chart's signature
+#      bundle; SHA256SUMS of every file; its own bundle.
 #
-# Signing key: $COSIGN_KEY (with $COSIGN_PASSWORD), else a key pair made once in
-# ~/.config/ownerrefs/. OWNERREFS_SIGN=keyless signs with the ambient OIDC identity instead
-# (the hosted workflow's) and records the signatures in Sigstore's public log; dist then has
-# no cosign.pub. The tools come from pinned Go modules (localcluster/release/tools), helm
-# from localcluster/tools.
+# Signatures: scripts/sign.sh, with $COSIGN_KEY (and $COSIGN_PASSWORD), else a key pair made
+# once in ~/.config/ownerrefs/. OWNERREFS_SIGN=keyless signs with the ambient OIDC identity
+# instead (the hosted workflow's) and records the signatures in Sigstore's public log; dist
+# then has no cosign.pub. The tools come from pinned Go modules (localcluster/release/tools),
+# helm from localcluster/tools.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 log() { echo "[release] $*" >&2; }
 die() { echo "release: $*" >&2; exit 1; }
 started=$SECONDS
+started_at=$(date +%s)
 
 # 1. One version everywhere.
 V=$(node -p "require('./package.json').version")
@@ -68,28 +75,10 @@ out=$final.tmp
 rm -rf "$out" && mkdir -p "$out"
 PATH=$(bash localcluster/tools/build.sh):$PATH
 
-# The signing key: cosign's flags, and cosign.pub beside the artifacts when it is a key file.
-signing_key() {
-  sign=()
-  [[ ${OWNERREFS_SIGN:-key} == keyless ]] && return
-  if [[ -z ${COSIGN_KEY:-} ]]; then
-    local keydir=$HOME/.config/ownerrefs
-    if [[ ! -f $keydir/cosign.key ]]; then
-      mkdir -p "$keydir" && chmod 700 "$keydir"
-      (cd "$keydir" && COSIGN_PASSWORD='' cosign generate-key-pair >/dev/null)
-      log "made a signing key pair in $keydir (set COSIGN_KEY to use your own)"
-    fi
-    export COSIGN_KEY=$keydir/cosign.key COSIGN_PASSWORD=${COSIGN_PASSWORD:-}
-  fi
-  # A key file, and no public services: nothing leaves this machine.
-  sign=(--key "$COSIGN_KEY" --tlog-upload=false --use-signing-config=false)
-  cosign public-key --key "$COSIGN_KEY" > "$out/cosign.pub"
-}
-
-# Steps 2 and 3: each architecture's image (its OCI archive in image_tar), pushed to a registry
-# on loopback; one index of them there, signed; saved with its signature as an OCI layout tar.
+# Steps 2 to 4: each architecture's image (its OCI archive in image_tar), pushed to a registry
+# on loopback; one index of them there, signed, with its attestations; saved as an OCI layout tar.
 image_index() {
-  local port registry reg digest arch t0
+  local port registry reg digest arch t0 sbom
   port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
   crane registry serve --address "127.0.0.1:$port" >/dev/null 2>&1 &
   registry=$!
@@ -104,9 +93,15 @@ image_index() {
   done
   crane index append --insecure $(printf -- "-m $reg:$V-%s " "${ARCHES[@]}") -t "$reg:$V" >/dev/null
   digest=$(crane digest --insecure "$reg:$V")
-  # The signature as a tag beside the image (cosign's classic form, not an OCI 1.1 referrer):
-  # `cosign save` carries it into the layout, and `cosign load` into the user's registry.
-  cosign sign --yes "${sign[@]}" --new-bundle-format=false --allow-insecure-registry "$reg@$digest" 2>&1 | grep -v -e 'has been deprecated' >&2
+  bash scripts/sign.sh image "$reg@$digest" "$REPO:$V"
+  for arch in "${ARCHES[@]}"; do
+    sbom=$out/ownerrefs-agent-image-$V-linux-$arch.cdx.json
+    syft scan --quiet --source-name ownerrefs-agent --source-version "$V-linux-$arch" "oci-archive:${image_tar[$arch]}" -o "cyclonedx-json=$sbom"
+    bash scripts/sign.sh attest cyclonedx "$sbom" "$reg@$digest"
+  done
+  "$root/node_modules/node/bin/node" scripts/provenance.ts --version "$V" --repository "$REPO" $(printf -- '--arch %s ' "${ARCHES[@]}") \
+    --started "$(date -u -d "@$started_at" +%Y-%m-%dT%H:%M:%SZ)" > "$out/ownerrefs-agent-$V.provenance.json"
+  bash scripts/sign.sh attest slsaprovenance1 "$out/ownerrefs-agent-$V.provenance.json" "$reg@$digest"
   local layout=$out/.layout
   cosign save --allow-insecure-registry --dir "$layout" "$reg:$V" >&2
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$layout" -cf "$out/ownerrefs-agent-image-$V.oci.tar" .
@@ -122,32 +117,24 @@ if [[ -n $smoke ]]; then
 else
   for t in cosign syft crane; do PATH=$(bash localcluster/release/tools/build.sh "$t"):$PATH; done
   export PATH
-  signing_key
+  bash scripts/sign.sh public-key "$out/cosign.pub"
   image_index
 fi
 
-# 4. The chart.
+# 5. The chart.
 helm package "$chart" --version "$V" --app-version "$V" --destination "$out" >/dev/null
 
-# 5. The plugin.
+# 6. The plugin.
 sha=$(bash scripts/package-plugin.sh "$out/kubectl-ownerrefs.tar.gz")
 sed -e "s/^    sha256: .*/    sha256: $sha/" -e "s|/releases/download/v[^/]*/|/releases/download/v$V/|" kubectl-plugin/ownerrefs.krew.yaml > "$out/ownerrefs.krew.yaml"
 
-# 6. SBOMs.
+# 7. The npm SBOM, the chart's signature, the sums of every file, and the sums' signature.
 if [[ -z $smoke ]]; then
-  for arch in "${ARCHES[@]}"; do
-    syft scan --quiet "oci-archive:${image_tar[$arch]}" -o "cyclonedx-json=$out/ownerrefs-agent-image-$V-linux-$arch.cdx.json"
-  done
   syft scan --quiet "file:package-lock.json" -o "cyclonedx-json=$out/ownerrefs-agent-$V-npm.cdx.json"
+  bash scripts/sign.sh blob "$out/ownerrefs-agent-$V.tgz" "$out/ownerrefs-agent-$V.tgz.sigstore.json"
 fi
-
-# 7. The chart's signature, the sums of every file, and the sums' signature.
-blob_sign() {
-  cosign sign-blob --yes "${sign[@]}" --bundle "$out/$1.sigstore.json" "$out/$1" >/dev/null 2>&1 || die "cosign sign-blob $1 failed"
-}
-[[ -n $smoke ]] || blob_sign "ownerrefs-agent-$V.tgz"
 (cd "$out" && sha256sum -- $(ls | sort) > SHA256SUMS)
-[[ -n $smoke ]] || blob_sign SHA256SUMS
+[[ -n $smoke ]] || bash scripts/sign.sh blob "$out/SHA256SUMS" "$out/SHA256SUMS.sigstore.json"
 
 rm -rf "$final" && mv "$out" "$final"
 log "$final in $((SECONDS - started)) s:"
