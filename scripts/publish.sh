@@ -2,7 +2,8 @@
 # Publishes what `npm run release` built in dist/release-VERSION/ (the hosted release
 # workflow's last step, .github/workflows/release.yaml):
 #
-#   1. the image index, its images and its signature, to $IMAGE:VERSION (`cosign load`);
+#   1. the image index, its images, its signature and attestations, to $IMAGE:VERSION, and
+#      each platform image with its signature to $IMAGE:VERSION-linux-ARCH (`cosign load`);
 #   2. the chart, to the OCI chart repository $CHARTS (`helm push`);
 #   3. every file, to the GitHub release vVERSION (`gh release create`).
 #
@@ -48,6 +49,8 @@ fi
 # 1. The image index with its signature.
 tar -xf "$rel/ownerrefs-agent-image-$V.oci.tar" -C "$layout"
 cosign load "${insecure[@]}" --dir "$layout" "$IMAGE:$V" >&2
+# Each platform image with its own signature (what podman and CRI-O verify on a pull).
+for p in "$layout"/platforms/*; do cosign load "${insecure[@]}" --dir "$p" "$IMAGE:$V-${p##*/}" >&2; done
 log "image $IMAGE:$V ($(cat "$rel/ownerrefs-agent-image-$V.digest"))"
 
 # 2. The chart.

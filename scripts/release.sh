@@ -23,7 +23,8 @@
 #      index as signed attestations (`cosign verify-attestation --type cyclonedx` or
 #      `slsaprovenance1`), and kept as files too.
 #   4. dist/ownerrefs-agent-image-V.oci.tar: that index with both images, the signature and
-#      the attestations (`cosign save`), an OCI image layout in a tar.
+#      the attestations (`cosign save`), an OCI image layout in a tar; in its directory
+#      platforms/linux-ARCH/, each platform image with its own signature, a layout each.
 #   5. The chart, packaged (`helm package`): dist/ownerrefs-agent-V.tgz.
 #   6. The kubectl plugin's archive and its krew manifest, whose sha256 is the archive's.
 #   7. The npm dependencies' SBOM (from the lockfile); cosign.pub; the chart's signature
@@ -104,6 +105,11 @@ image_index() {
   bash scripts/sign.sh attest slsaprovenance1 "$out/ownerrefs-agent-$V.provenance.json" "$reg@$digest"
   local layout=$out/.layout
   cosign save --allow-insecure-registry --dir "$layout" "$reg:$V" >&2
+  # cosign save keeps the index's own signature only: each platform image, with its signature,
+  # goes into a layout of its own inside (ignored by a `cosign load` of the top).
+  for arch in "${ARCHES[@]}"; do
+    cosign save --allow-insecure-registry --dir "$layout/platforms/linux-$arch" "$reg@$(crane digest --insecure "$reg:$V-$arch")" >&2
+  done
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$layout" -cf "$out/ownerrefs-agent-image-$V.oci.tar" .
   rm -rf "$layout"
   echo "$digest" > "$out/ownerrefs-agent-image-$V.digest"

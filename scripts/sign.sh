@@ -3,7 +3,8 @@
 # runs its keyless form against the pinned cosign). cosign must be on PATH.
 #
 #   sign.sh public-key FILE              the key's public half into FILE (keyless: nothing)
-#   sign.sh image REF IDENTITY           signs the image REF (a digest) in a registry on
+#   sign.sh image REF IDENTITY           signs the image REF (a digest; an index and each of
+#                                        its platform images) in a registry on
 #                                        loopback; the signature names IDENTITY, the
 #                                        repository users pull (podman's matchRepository
 #                                        and remapIdentity compare against it), not REF's
@@ -49,7 +50,9 @@ case $cmd in
     cosign public-key --key "$COSIGN_KEY" > "$2" ;;
   image)
     [[ $# -eq 3 && $2 == *@sha256:* ]] || die "usage: sign.sh image REF@sha256:DIGEST IDENTITY"
-    cosign sign --yes "${flags[@]}" --new-bundle-format=false --allow-insecure-registry \
+    # --recursive: an index's platform images too, each with its own signature: podman and
+    # CRI-O verify the image they pull for their platform, not the index.
+    cosign sign --yes "${flags[@]}" --new-bundle-format=false --allow-insecure-registry --recursive \
       --sign-container-identity "$3" "$2" 2>&1 | quiet; exit "${PIPESTATUS[0]}" ;;
   attest)
     [[ $# -eq 4 && $4 == *@sha256:* ]] || die "usage: sign.sh attest TYPE PREDICATE REF@sha256:DIGEST"

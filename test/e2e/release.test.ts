@@ -11,7 +11,8 @@
 // image's node running `ownerrefs-agent --version` and `doctor --help` under qemu.
 
 import { execFile, spawnSync, type ExecFileOptions } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -159,6 +160,69 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
       'the file, read in the container, names the ConfigMap', 120_000);
   });
 
+  it.runIf(FULL)('in a mirror under another name: cosign verifies the signature and the attestations (the provenance names this commit, the SBOMs each architecture); a containers-policy.json with matchRepository accepts the ghcr name pulled through the mirror, refuses the mirror\'s own name, and accepts it remapped', { timeout: 300_000 }, async () => {
+    const [cosign, crane, skopeo] = [await tool('cosign'), await tool('crane'), await tool('skopeo')];
+    const { repo, stop } = await loadIntoRegistry(crane, cosign);
+    try {
+      const keyFlags = ['--key', file('cosign.pub'), '--insecure-ignore-tlog', '--allow-insecure-registry'];
+      await run(cosign, ['verify', ...keyFlags, `${repo}:${VERSION}`]);
+      const predicates = async (type: string) => (await run(cosign, ['verify-attestation', ...keyFlags, '--type', type, `${repo}:${VERSION}`])).trim().split('\n')
+        .map((l) => (JSON.parse(Buffer.from((JSON.parse(l) as { payload: string }).payload, 'base64').toString()) as { predicate: Record<string, any> }).predicate); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const [prov] = await predicates('slsaprovenance1');
+      expect(prov!.buildDefinition.externalParameters).toMatchObject({ version: VERSION, repository: IMAGE.split(':')[0], source: { digest: { gitCommit: (await run('git', ['rev-parse', 'HEAD'], { cwd: ROOT })).trim() } } });
+      const sboms = await predicates('cyclonedx');
+      expect(sboms.map((b) => b.metadata.component.version).sort()).toEqual([`${VERSION}-linux-amd64`, `${VERSION}-linux-arm64`]);
+
+      // A containers-policy.json (podman's and skopeo's): the release's key, the identity checked.
+      const dir = tmpDir('policy-');
+      const registry = repo.split('/')[0]!;
+      writeFileSync(path.join(dir, 'registries.conf'), `[[registry]]\nprefix = "ghcr.io/ownerrefs-dev"\nlocation = "ghcr.io/ownerrefs-dev"\n[[registry.mirror]]\nlocation = "${registry}/mirror/ownerrefs-dev"\ninsecure = true\n`);
+      mkdirSync(path.join(dir, 'registries.d'));
+      writeFileSync(path.join(dir, 'registries.d', 'sigstore.yaml'), `docker:\n  ghcr.io/ownerrefs-dev:\n    use-sigstore-attachments: true\n  ${registry}:\n    use-sigstore-attachments: true\n`);
+      const pull = async (scope: string, signedIdentity: object, image: string) => {
+        writeFileSync(path.join(dir, 'policy.json'), JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [scope]: [{ type: 'sigstoreSigned', keyPath: file('cosign.pub'), signedIdentity }] } } }));
+        const r = spawnSync(skopeo, ['--policy', path.join(dir, 'policy.json'), '--registries-conf', path.join(dir, 'registries.conf'), '--registries.d', path.join(dir, 'registries.d'),
+          'copy', '--src-tls-verify=false', `docker://${image}`, `dir:${tmpDir('pulled-')}`], { encoding: 'utf8' });
+        return r.status === 0 ? 'accepted' : r.stderr.match(/Source image rejected: [^"\n]*(?:"[^"]*"[^"\n]*)?/)?.[0] ?? r.stderr.trim();
+      };
+      const ghcr = IMAGE.split(':')[0]!;
+      expect(await pull(ghcr, { type: 'matchRepository' }, IMAGE)).toBe('accepted');
+      expect(await pull(ghcr, { type: 'matchRepoDigestOrExact' }, IMAGE)).toBe('accepted');
+      expect(await pull(repo, { type: 'matchRepository' }, `${repo}:${VERSION}`)).toMatch(`Signature for identity \\"${IMAGE}\\" is not accepted`);
+      expect(await pull(repo, { type: 'remapIdentity', prefix: `${registry}/mirror`, signedPrefix: 'ghcr.io' }, `${repo}:${VERSION}`)).toBe('accepted');
+    } finally {
+      await stop();
+    }
+  });
+
+  it.runIf(FULL)('signs keyless with the hosted workflow\'s flags as far as this machine allows: cosign takes them, asks the ambient OIDC provider (GitHub\'s, here on loopback) for a token, and goes on to Fulcio', { timeout: 120_000 }, async () => {
+    const [cosign, crane] = [await tool('cosign'), await tool('crane')];
+    const { repo, stop } = await loadIntoRegistry(crane, cosign);
+    const requests: string[] = [];
+    const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const jwt = `${b64({ alg: 'RS256', typ: 'JWT' })}.${b64({ iss: 'https://token.actions.githubusercontent.com', sub: `repo:ownerrefs-dev/ownerrefs-agent:ref:refs/tags/v${VERSION}`, aud: 'sigstore', iat: now, exp: now + 600 })}.c2ln`;
+    const oidc = createServer((req, res) => { requests.push(`${req.url} ${req.headers.authorization}`); res.end(JSON.stringify({ value: jwt })); });
+    await new Promise<void>((resolve) => oidc.listen(0, '127.0.0.1', resolve));
+    try {
+      const digest = readFileSync(file(`ownerrefs-agent-image-${VERSION}.digest`), 'utf8').trim();
+      const env = { ...process.env, PATH: `${path.dirname(cosign)}:${process.env.PATH}`, OWNERREFS_SIGN: 'keyless',
+        ACTIONS_ID_TOKEN_REQUEST_URL: `http://127.0.0.1:${(oidc.address() as { port: number }).port}/token`, ACTIONS_ID_TOKEN_REQUEST_TOKEN: 'request-token' };
+      for (const args of [['image', `${repo}@${digest}`, IMAGE], ['attest', 'slsaprovenance1', file(`ownerrefs-agent-${VERSION}.provenance.json`), `${repo}@${digest}`], ['blob', file('SHA256SUMS'), path.join(tmpDir('bundle-'), 'b.json')]]) {
+        requests.length = 0;
+        // Asynchronous: the token endpoint answers from this process.
+        const r = await exec('bash', [path.join(ROOT, 'scripts', 'sign.sh'), ...args], { env, encoding: 'utf8', timeout: 60_000 })
+          .then(() => ({ status: 0, stderr: '' }), (err: { code?: number; stderr?: string }) => ({ status: err.code, stderr: err.stderr ?? '' }));
+        expect(r.status, args[0]).not.toBe(0);
+        expect(requests, args[0]).toEqual(['/token&audience=sigstore bearer request-token']);
+        expect(r.stderr, args[0]).toMatch(/fulcio\.sigstore\.dev/);
+      }
+    } finally {
+      oidc.close();
+      await stop();
+    }
+  });
+
   /** A registry on loopback (as a user's own), the release's image layout loaded into it with its signature (`cosign load`). */
   async function loadIntoRegistry(crane: string, cosign: string): Promise<{ repo: string; stop: () => Promise<void> }> {
     const port = await freePort();
@@ -168,8 +232,11 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
     const layout = path.join(tmpDir('layout-'), 'oci');
     mkdirSync(layout);
     await run('tar', ['-xf', file(`ownerrefs-agent-image-${VERSION}.oci.tar`), '-C', layout]);
-    const repo = `${registry}/ownerrefs-agent`;
+    // Under another name than the one signed, as a mirror holds it.
+    const repo = `${registry}/mirror/ownerrefs-dev/ownerrefs-agent`;
     await run(cosign, ['load', '--allow-insecure-registry', '--dir', layout, `${repo}:${VERSION}`]);
+    // Each platform image with its own signature, as INSTALL's air-gapped steps load them.
+    for (const p of readdirSync(path.join(layout, 'platforms'))) await run(cosign, ['load', '--allow-insecure-registry', '--dir', path.join(layout, 'platforms', p), `${repo}:${VERSION}-${p}`]);
     return { repo, stop: async () => { child.kill(); } };
   }
 });
