@@ -30,7 +30,9 @@ describe('the release workflow', () => {
   it('runs on version tags, builds with npm run release and publishes with scripts/publish.sh, signing keyless', () => {
     expect(workflow.on.push.tags).toEqual(['v[0-9]+.[0-9]+.[0-9]+*']);
     const runs = Object.values(workflow.jobs).flatMap((j) => j.steps.map((s) => s.run ?? '')).join('\n');
-    expect(runs).toMatch(/OWNERREFS_SIGN=keyless npm run release/);
+    expect(runs).toMatch(/OWNERREFS_SIGN=keyless OWNERREFS_IMAGE_REPOSITORY="\$IMAGE" npm run release/);
+    // The provenance names the run: GitHub's variables reach it through sudo.
+    expect(runs).toMatch(/--preserve-env=[^ ]*GITHUB_WORKFLOW_REF,GITHUB_RUN_ID/);
     expect(runs).toMatch(/bash scripts\/publish\.sh$/m);
     expect(workflow.jobs.release!.permissions).toEqual({ contents: 'write', packages: 'write', 'id-token': 'write' });
   });
