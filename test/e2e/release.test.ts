@@ -11,7 +11,7 @@
 // image's node running `ownerrefs-agent --version` and `doctor --help` under qemu.
 
 import { execFile, spawnSync, type ExecFileOptions } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,8 +23,8 @@ import { controlPlaneBinaries } from '../../localcluster/controlplane/controlpla
 import { mergePatch } from '../../localcluster/patch.ts';
 import { freePort } from '../../localcluster/webhookproc.ts';
 import { helmBin } from '../../scripts/gen-manifests.ts';
-import { ROOT } from '../support/docblocks.ts';
-import { helm, readyAgent, type Rendering } from '../support/installed.ts';
+import { ROOT, shellBlocks } from '../support/docblocks.ts';
+import { helm, helmOnPath, readyAgent, type Rendering } from '../support/installed.ts';
 import { CONTAINERS, IMAGES, useRealNode } from '../support/realnode-e2e.ts';
 import { tmpDir } from '../support/tmpdir.ts';
 
@@ -148,16 +148,7 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
     }, 'kubectl ownerrefs status: the agent on the node and the webhook ready', 120_000);
     expect(status).toMatch(/^  ownerrefs-agent\.ownerrefs\.dev: bound/m);
 
-    // The KEP's volume example, its image the node's busybox.
-    const example = parse(readFileSync(path.join(ROOT, 'examples', 'kep', 'volume-pod.yaml'), 'utf8')) as V1Pod;
-    example.spec!.containers[0]!.image = IMAGES.busybox;
-    example.spec!.containers[0]!.imagePullPolicy = 'IfNotPresent';
-    await e.core.createNamespacedPod({ namespace: e.ns, body: example });
-    const pod = await e.waitFor(async () => { const p = await e.core.readNamespacedPod({ name: example.metadata!.name!, namespace: e.ns }); return p.status?.phase === 'Running' ? p : undefined; }, 'the example Running', 120_000);
-    const cm = await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: 'kep-owner' } } });
-    await e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'kep-owner', uid: cm.metadata!.uid! }] } } }, mergePatch);
-    await e.waitFor(async () => (await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences']).catch(() => '')).includes(`"uid":"${cm.metadata!.uid}"`) || undefined,
-      'the file, read in the container, names the ConfigMap', 120_000);
+    await kepExampleFollowsOwners('kep-owner');
   });
 
   it.runIf(FULL)('in a mirror under another name: cosign verifies the signature and the attestations (the provenance names this commit, the SBOMs each architecture); a containers-policy.json with matchRepository accepts the ghcr name pulled through the mirror, refuses the mirror\'s own name, and accepts it remapped', { timeout: 300_000 }, async () => {
@@ -220,6 +211,56 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
     } finally {
       oidc.close();
       await stop();
+    }
+  });
+
+  /** The KEP's volume example, its image the node's busybox (named apart by `owner`): its file names an owner set after it started. */
+  async function kepExampleFollowsOwners(owner: string): Promise<void> {
+    const example = parse(readFileSync(path.join(ROOT, 'examples', 'kep', 'volume-pod.yaml'), 'utf8')) as V1Pod;
+    example.metadata!.name = `${example.metadata!.name}-${owner}`;
+    example.spec!.containers[0]!.image = IMAGES.busybox;
+    example.spec!.containers[0]!.imagePullPolicy = 'IfNotPresent';
+    await e.core.createNamespacedPod({ namespace: e.ns, body: example });
+    const pod = await e.waitFor(async () => { const p = await e.core.readNamespacedPod({ name: example.metadata!.name!, namespace: e.ns }); return p.status?.phase === 'Running' ? p : undefined; }, 'the example Running', 120_000);
+    const cm = await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: owner } } });
+    await e.core.patchNamespacedPod({ name: pod.metadata!.name!, namespace: e.ns, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner, uid: cm.metadata!.uid! }] } } }, mergePatch);
+    await e.waitFor(async () => (await e.exec(pod, ['cat', '/etc/podinfo/ownerReferences']).catch(() => '')).includes(`"uid":"${cm.metadata!.uid}"`) || undefined,
+      'the file, read in the container, names the ConfigMap', 120_000);
+  }
+
+  it.runIf(FULL)('air-gapped, INSTALL\'s steps as written: the files checked, the image and its signatures loaded into a mirror, the chart and the plugin installed from their files; the node pulls the agent from the mirror and the KEP\'s example follows its owners', { timeout: 900_000 }, async () => {
+    const [cosign, crane, krew] = [await tool('cosign'), await tool('crane'), await tool('krew')];
+    const r: Rendering = { helm: helmBin(), chart: file(`ownerrefs-agent-${VERSION}.tgz`), image: { repository: IMAGE.split(':')[0]!, tag: VERSION }, port: await freePort() };
+    await helm(e, r, ['uninstall', 'ownerrefs-agent', '--wait']).catch(() => '');
+    const port = await freePort();
+    const registry = execFile(crane, ['registry', 'serve', '--address', `127.0.0.1:${port}`]);
+    const bin = tmpDir('air-bin-');
+    const cleanHelm = helmOnPath(e, r, bin);
+    try {
+      await e.waitFor(() => run(crane, ['catalog', '--insecure', `127.0.0.1:${port}`]).then(() => true, () => undefined), 'the mirror', 10_000);
+      // The block as INSTALL shows it; only the mirror's address is this machine's.
+      const block = shellBlocks('docs/INSTALL.md').find((b) => b.body.includes('cosign load --dir image'))!;
+      const MIRROR = 'MIRROR=registry.example.internal/ownerrefs';
+      expect(block.body.split('\n')[0]).toContain(MIRROR);
+      const script = block.body.replace(MIRROR, `MIRROR=127.0.0.1:${port}/ownerrefs`);
+      // The files alone, in a directory of their own; the tools on PATH as a user has them.
+      const air = tmpDir('air-');
+      cpSync(rel, air, { recursive: true });
+      symlinkSync(cosign, path.join(bin, 'cosign'));
+      symlinkSync(krew, path.join(bin, 'kubectl-krew'));
+      const krewRoot = tmpDir('krew-');
+      const env = { ...process.env, KREW_ROOT: krewRoot, KUBECONFIG: e.cp.kubeconfigPath, PATH: `${bin}:${path.join(krewRoot, 'bin')}:${await controlPlaneBinaries()}:${process.env.PATH}` };
+      await run('bash', ['-euo', 'pipefail', '-c', script], { cwd: air, env });
+      const agent = await readyAgent(e);
+      expect(agent.spec!.containers[0]!.image).toBe(`127.0.0.1:${port}/ownerrefs/ownerrefs-agent:${VERSION}`);
+      expect(agent.spec!.containers[0]!.imagePullPolicy).not.toBe('Never');
+      // Pulled from the mirror: the signatures of each platform's image are there too.
+      const tags = (await run(crane, ['ls', '--insecure', `127.0.0.1:${port}/ownerrefs/ownerrefs-agent`])).trim().split('\n');
+      expect(tags.filter((t) => t.endsWith('.sig'))).toHaveLength(3);
+      await kepExampleFollowsOwners('air-owner');
+    } finally {
+      cleanHelm();
+      registry.kill();
     }
   });
 

@@ -42,29 +42,48 @@ export function rendering(e: RealNodeE2E, r: Rendering, values: string[] = []): 
   return patchForHarness(parseManifests(rendered), harness(e, r));
 }
 
-/**
- * Runs `helm` against the harness's cluster, as users run it, with the harness's differences
- * applied by a post-renderer plugin (postrender.ts) in a plugin directory of its own.
- * `install` and `upgrade` get the harness's values too.
- */
-export async function helm(e: RealNodeE2E, r: Rendering, args: string[]): Promise<string> {
+/** A helm home whose plugin directory holds the harness's post-renderer (postrender.ts). */
+function harnessHome(): string {
   const home = mkdtempSync(path.join(os.tmpdir(), 'ownerrefs-helm-'));
   const plugin = path.join(home, 'plugins', 'ownerrefs-harness');
   mkdirSync(plugin, { recursive: true });
   writeFileSync(path.join(plugin, 'render.sh'), `#!/bin/sh\nexec '${process.execPath}' '${path.join(import.meta.dirname, 'postrender.ts')}'\n`, { mode: 0o755 });
   writeFileSync(path.join(plugin, 'plugin.yaml'), 'apiVersion: v1\nname: ownerrefs-harness\nversion: 0.1.0\ntype: postrenderer/v1\nruntime: subprocess\n' +
     'runtimeConfig:\n  platformCommand:\n  - command: "${HELM_PLUGIN_DIR}/render.sh"\n');
+  return home;
+}
+const helmEnv = (e: RealNodeE2E, r: Rendering, home: string) => ({ HELM_PLUGINS: path.join(home, 'plugins'), HELM_CONFIG_HOME: home, HELM_CACHE_HOME: home, HELM_DATA_HOME: home,
+  OWNERREFS_HARNESS: JSON.stringify(harness(e, r)) });
+
+/**
+ * Runs `helm` against the harness's cluster, as users run it, with the harness's differences
+ * applied by a post-renderer plugin (postrender.ts) in a plugin directory of its own.
+ * `install` and `upgrade` get the harness's values too.
+ */
+export async function helm(e: RealNodeE2E, r: Rendering, args: string[]): Promise<string> {
+  const home = harnessHome();
   // Only these render; a rollback applies what an earlier revision stored, as rendered then.
   const renders = args[0] === 'install' || args[0] === 'upgrade';
   const full = [...args, ...(renders ? [...harnessValues(e, r), '--post-renderer', 'ownerrefs-harness'] : []), `--kubeconfig=${e.cp.kubeconfigPath}`];
   try {
-    return (await run(r.helm, full, { env: { ...process.env, HELM_PLUGINS: path.join(home, 'plugins'), HELM_CONFIG_HOME: home, HELM_CACHE_HOME: home, HELM_DATA_HOME: home,
-      OWNERREFS_HARNESS: JSON.stringify(harness(e, r)) } })).stdout;
+    return (await run(r.helm, full, { env: { ...process.env, ...helmEnv(e, r, home) } })).stdout;
   } catch (err) {
     throw new Error(`helm ${args.join(' ')}: ${(err as { stderr?: string }).stderr?.trim() || String(err)}`, { cause: err });
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
+}
+
+/**
+ * A `helm` command in `bin`, for a doc's commands run as written: it runs the real helm with
+ * the harness's differences as helm() adds them, but names no image: the node pulls the one
+ * the command names. Returns its cleanup.
+ */
+export function helmOnPath(e: RealNodeE2E, r: Rendering, bin: string): () => void {
+  const home = harnessHome();
+  const env = Object.entries({ ...helmEnv(e, r, home), KUBECONFIG: e.cp.kubeconfigPath }).map(([k, v]) => `export ${k}='${v.replaceAll("'", "'\\''")}'`).join('\n');
+  writeFileSync(path.join(bin, 'helm'), `#!/bin/sh\n${env}\ncase "$1" in install|upgrade) exec '${r.helm}' "$@" --set 'kubeletRootDir=${e.node.kubeletRoot}' --post-renderer ownerrefs-harness ;; esac\nexec '${r.helm}' "$@"\n`, { mode: 0o755 });
+  return () => rmSync(home, { recursive: true, force: true });
 }
 
 /** The agent's pod once it is Ready (and, with `not`, not that pod: a rolled one). */
