@@ -19,9 +19,14 @@ const PLAIN = [
   'abc', '<<', '=', 'a.b',
 ];
 
-/** Go's reading of `yaml`, one object per document, compared as JSON texts (NaN and big numbers as Go writes them). */
-const go = (yaml: string) => goYamlToJson(yaml);
-const ours = (yaml: string) => JSON.parse(JSON.stringify(readYamlDocuments(yaml))) as unknown[];
+/**
+ * Each side's reading of `yaml`, one object per document, compared as the JSON the API server
+ * would get (NaN and big numbers as Go writes them). Both go through JSON.stringify, which writes
+ * a float's -0 as 0, as the API server reads it either way: Go keeps the sign, ours would not.
+ */
+const asJson = (docs: unknown[]) => JSON.parse(JSON.stringify(docs)) as unknown[];
+const go = (yaml: string) => asJson(goYamlToJson(yaml));
+const ours = (yaml: string) => asJson(readYamlDocuments(yaml));
 
 describe('reading YAML as kubectl does', () => {
   it('resolves unquoted values and keys as go-yaml does, quoted ones as strings', () => {
@@ -53,6 +58,7 @@ describe('reading YAML as kubectl does', () => {
     ['a merge key tagged !!merge or !, and an alias of "<<" that is no merge key', 'x: &x <<\na: {p: 1, !!merge <<: {q: 2}, ! <<: {r: 3}}\nb: {*x : {c: 1}}\n'],
     ['a hundred and fifty merges of one anchor (go-yaml allows that much aliasing)', `d: &d {a: 1}\nitems:\n${Array.from({ length: 150 }, (_, i) => `- {<<: *d, i: ${i}}\n`).join('')}`],
     ['a float key past float32', '9E+62: k\n'],
+    ['negative zero floats', 'a: -0.0\nb: -.0e3\nc: -0.\nd: -0\n'],
   ])('reads %s as kubectl does', (_what, yaml) => {
     expect(ours(yaml).filter((d) => d !== null)).toEqual(go(yaml));
   });
