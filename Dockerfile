@@ -1,35 +1,62 @@
 # syntax=docker/dockerfile:1
-# One Dockerfile for every architecture (linux/amd64, linux/arm64): nothing in the image is
-# native but `node`, so the build stage runs on the builder's own platform and the final stage
-# takes the target's base. BASE is that base: the default names the published multi-arch one;
-# localcluster/image/build.sh passes the one it makes for a platform with no registry here.
-ARG BASE=node:24-bookworm-slim
+# One Dockerfile for every architecture (linux/amd64, linux/arm64). The image is FROM scratch:
+# Node 24's official binary, the Debian packages it links against, and the compiled agent with
+# its production dependencies; no shell, no package manager, no npm. Every RUN is in a stage on
+# the builder's own platform, so building for another architecture needs no emulation.
+#
+# NODE_IMAGE runs those stages; NODE_TARGET_IMAGE gives the target's Node binary. Both default
+# to the published multi-arch image; localcluster/image/build.sh passes ones it makes, for a
+# machine with no registry.
+ARG NODE_IMAGE=node:24-bookworm-slim
+ARG NODE_TARGET_IMAGE=node:24-bookworm-slim
 
-# Build: compile TypeScript with the dev dependencies, then keep production ones only.
-FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
+# 1. Build: compile TypeScript with the dev dependencies, then keep production ones only, less
+# what Node never loads from them: type declarations (@types, *.d.ts), TypeScript sources,
+# source maps, Markdown but licences, and the packages' tests, docs, examples and benchmarks.
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-# --ignore-scripts: the `node` devDependency only provides Node 24 for local scripts;
-# the base image already is Node 24.
+# --ignore-scripts: the `node` devDependency only provides Node 24 for local scripts.
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY agent ./agent
 COPY projections ./projections
 # CSI mode loads its generated codec (agent/files/csi/generated/codec.js) from beside the compiled code.
-# main.js keeps its `#!/usr/bin/env node` line; executable, it is `ownerrefs-agent` on PATH below.
-RUN npx tsc -p tsconfig.build.json && cp -R agent/files/csi/generated dist/agent/files/csi/ && chmod 755 dist/agent/main.js && npm prune --omit=dev --ignore-scripts
+RUN npx tsc -p tsconfig.build.json && cp -R agent/files/csi/generated dist/agent/files/csi/ && npm prune --omit=dev --ignore-scripts \
+ && rm -rf node_modules/@types \
+ && find node_modules -type d \( -name test -o -name tests -o -name docs -o -name example -o -name examples -o -name benchmarks \) -prune -exec rm -rf {} + \
+ && find node_modules -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -name '*.md' \) ! -iname 'licen[cs]e*' -delete
+# The app's tree: main.js names the image's node in its #! line (the image has no env to find
+# it), executable, and is `ownerrefs-agent` on PATH, for `kubectl exec ds/ownerrefs-agent --
+# ownerrefs-agent doctor` (or render, inject) as the docs show.
+RUN mkdir -p /out/app /out/usr/local/bin && cp -R package.json node_modules dist /out/app/ \
+ && sed -i '1s|^#!/usr/bin/env node$|#!/usr/local/bin/node|' /out/app/dist/agent/main.js && grep -qx '#!/usr/local/bin/node' /out/app/dist/agent/main.js \
+ && chmod 755 /out/app/dist/agent/main.js && ln -s /app/dist/agent/main.js /out/usr/local/bin/ownerrefs-agent
 
-# Runtime: Node 24, production dependencies and compiled JavaScript only.
-FROM --platform=$TARGETPLATFORM ${BASE}
+# 2. The target's Node, as its official image ships it.
+FROM --platform=$TARGETPLATFORM ${NODE_TARGET_IMAGE} AS node
+
+# 3. The root filesystem but the app (scripts/image-rootfs.sh says what and why), and Node
+# stripped of its symbol table (18 MB: V8's and Node's own JavaScript stacks are unaffected).
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS root
+ARG TARGETARCH
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends binutils-multiarch >/dev/null
+COPY scripts/image-rootfs.sh /usr/local/bin/image-rootfs
+RUN bash /usr/local/bin/image-rootfs "$TARGETARCH" /rootfs
+COPY --from=node /usr/local/bin/node /node/usr/local/bin/node
+# The binary must be the target's: a builder whose local image is of another platform fails here.
+RUN strip /node/usr/local/bin/node && readelf -h /node/usr/local/bin/node | grep -q "Machine: *$([ "$TARGETARCH" = arm64 ] && echo AArch64 || echo 'Advanced Micro Devices X86-64')"
+
+# 4. Runtime: three layers, each changing on its own: Debian's security updates, Node, the agent.
+FROM scratch
+COPY --from=root /rootfs/ /
+COPY --from=root /node/ /
+COPY --from=build /out/ /
+ENV PATH=/usr/local/bin:/usr/bin:/bin
 ENV NODE_ENV=production
 # agent/config.ts AGENT_ENV: two malloc arenas keep RSS flat (a test keeps the two in step).
 ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
-COPY --from=build /src/package.json ./
-COPY --from=build /src/node_modules ./node_modules
-COPY --from=build /src/dist ./dist
-# `kubectl exec ds/ownerrefs-agent -- ownerrefs-agent doctor` (or render, inject) as the docs show.
-RUN ln -s /app/dist/agent/main.js /usr/local/bin/ownerrefs-agent
 # Runs as uid 0 with every capability dropped (set in daemonset.yaml): root ownership is
 # needed to traverse the kubelet's pods directory; see SECURITY.md. Image default stays
 # non-root so the image is safe when run anywhere else.

@@ -59,6 +59,8 @@ for f in daemonset.yaml webhook.yaml admission-policy.yaml; do
 done
 grep -q "^## \[$V\] - [0-9]\{4\}-[0-9]\{2\}-[0-9]\{2\}$" CHANGELOG.md ||
   die "CHANGELOG.md: no section '## [$V] - YYYY-MM-DD' (the release's notes)"
+# What each platform's image may weigh compressed, as a node pulls it.
+MAX_IMAGE_BYTES=50000000
 # The architectures built are the ones the chart's agent runs on by default, no more, no fewer.
 ARCHES=(amd64 arm64)
 [[ $(sed -n 's/^architectures: *//p' "$chart/values.yaml") == "[$(IFS=,; echo "${ARCHES[*]}" | sed 's/,/, /g')]" ]] ||
@@ -79,7 +81,7 @@ PATH=$(bash localcluster/tools/build.sh):$PATH
 # Steps 2 to 4: each architecture's image (its OCI archive in image_tar), pushed to a registry
 # on loopback; one index of them there, signed, with its attestations; saved as an OCI layout tar.
 image_index() {
-  local port registry reg digest arch t0 sbom
+  local port registry reg digest arch t0 sbom bytes
   port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
   crane registry serve --address "127.0.0.1:$port" >/dev/null 2>&1 &
   registry=$!
@@ -90,7 +92,10 @@ image_index() {
     t0=$SECONDS
     image_tar[$arch]=$(OWNERREFS_IMAGE_ARCH=$arch OWNERREFS_IMAGE="localhost/ownerrefs/ownerrefs-agent:$V-$arch" bash localcluster/image/build.sh)
     podman --runtime runc push --tls-verify=false --format oci "localhost/ownerrefs/ownerrefs-agent:$V-$arch" "docker://$reg:$V-$arch" >&2
-    log "image linux/$arch in $((SECONDS - t0)) s"
+    # What a node pulls: the layers as the registry holds them.
+    bytes=$(crane manifest --insecure "$reg:$V-$arch" | node -e 'let s="";process.stdin.on("data",(d)=>s+=d).on("end",()=>console.log(JSON.parse(s).layers.reduce((n,l)=>n+l.size,0)))')
+    log "image linux/$arch in $((SECONDS - t0)) s: $(node -p "($bytes/1e6).toFixed(1)") MB compressed"
+    (( bytes <= MAX_IMAGE_BYTES )) || die "the linux/$arch image is $bytes bytes compressed, over $MAX_IMAGE_BYTES (docs/operations/image.md says what it holds)"
   done
   crane index append --insecure $(printf -- "-m $reg:$V-%s " "${ARCHES[@]}") -t "$reg:$V" >/dev/null
   digest=$(crane digest --insecure "$reg:$V")

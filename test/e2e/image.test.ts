@@ -5,7 +5,8 @@
 // process's. A machine without podman, debootstrap or runc says so and skips (CI installs them).
 
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,9 +24,10 @@ describe.runIf(MISSING.length === 0)('the image (podman, runc)', () => {
   const e = useE2E('image');
   let container = '';
   let processRss = 0;
+  let archive = '';
 
   beforeAll(async () => {
-    await run('bash', [path.join(ROOT, 'localcluster', 'image', 'build.sh')], { maxBuffer: 1 << 24 });
+    archive = (await run('bash', [path.join(ROOT, 'localcluster', 'image', 'build.sh')], { maxBuffer: 1 << 24 })).stdout.trim().split('\n').pop()!;
     processRss = rssMiB(e.agent.child.pid!);
     await e.agent.stop(); // the container takes over the same node and kubelet root
     const kubeconfig = path.join(e.kubeletRoot, 'agent.kubeconfig');
@@ -38,6 +40,27 @@ describe.runIf(MISSING.length === 0)('the image (podman, runc)', () => {
   }, 900_000);
   afterAll(async () => {
     if (container) await run('podman', ['--runtime', 'runc', 'rm', '-f', container]).catch(() => undefined);
+  });
+
+  it('is 50 MB or less compressed, in three layers (Debian\'s libraries, Node, the agent), with no shell, package manager or npm, and Debian\'s packages recorded for scanners', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'image-layout-'));
+    try {
+      await run('tar', ['-xf', archive, '-C', dir]);
+      const blob = (digest: string) => path.join(dir, 'blobs', 'sha256', digest.replace(/^sha256:/, ''));
+      const index = JSON.parse(readFileSync(path.join(dir, 'index.json'), 'utf8')) as { manifests: { digest: string }[] };
+      const manifest = JSON.parse(readFileSync(blob(index.manifests[0]!.digest), 'utf8')) as { layers: { mediaType: string; size: number; digest: string }[] };
+      expect(manifest.layers.map((l) => l.mediaType)).toEqual(Array(3).fill('application/vnd.oci.image.layer.v1.tar+gzip'));
+      const mb = manifest.layers.map((l) => l.size / 1e6);
+      console.log(`image: ${mb.reduce((a, b) => a + b).toFixed(1)} MB compressed (layers ${mb.map((m) => m.toFixed(1)).join(' + ')})`);
+      expect(mb.reduce((a, b) => a + b)).toBeLessThanOrEqual(50);
+      const files = new Set<string>();
+      for (const l of manifest.layers) for (const f of (await run('tar', ['-tzf', blob(l.digest)], { maxBuffer: 1 << 26 })).stdout.split('\n')) files.add(f.replace(/^\.?\//, '').replace(/\/$/, ''));
+      expect(['usr/local/bin/node', 'usr/local/bin/ownerrefs-agent', 'app/dist/agent/main.js', 'etc/passwd', 'usr/lib/os-release',
+        ...['base-files', 'libc6', 'libgcc-s1', 'libstdc++6'].map((p) => `var/lib/dpkg/status.d/${p}`)].filter((f) => !files.has(f))).toEqual([]);
+      expect(['bin/sh', 'usr/bin/sh', 'bin/bash', 'usr/bin/env', 'usr/bin/apt', 'usr/bin/dpkg', 'usr/local/bin/npm', 'app/node_modules/@types'].filter((f) => files.has(f))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('serves a pod from the container as the process does, and reports its RSS beside the process\'s', async () => {

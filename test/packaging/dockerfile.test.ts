@@ -36,9 +36,13 @@ describe('Dockerfile', () => {
     for (const [k, v] of Object.entries(AGENT_ENV)) expect(dockerfile).toMatch(new RegExp(`^ENV ${k}=${v}$`, 'm'));
   });
 
-  it('builds on Node 24, on the builder\'s platform, into the target\'s Node 24 base, and ships production dependencies only', () => {
-    expect([...dockerfile.matchAll(/^FROM (.+)$/gm)].map((m) => m[1])).toEqual(['--platform=$BUILDPLATFORM node:24-bookworm-slim AS build', '--platform=$TARGETPLATFORM ${BASE}']);
-    expect(dockerfile).toMatch(/^ARG BASE=node:24-bookworm-slim$/m);
+  it('builds on Node 24 and runs every RUN on the builder\'s platform: the target\'s stages only copy, so another architecture needs no emulation', () => {
+    const stages = dockerfile.split(/^(?=FROM )/m).slice(1).map((text) => ({ from: /^FROM (.+)$/m.exec(text)![1]!, runs: /^RUN /m.test(text) }));
+    expect(stages.map((st) => st.from)).toEqual(['--platform=$BUILDPLATFORM ${NODE_IMAGE} AS build', '--platform=$TARGETPLATFORM ${NODE_TARGET_IMAGE} AS node',
+      '--platform=$BUILDPLATFORM ${NODE_IMAGE} AS root', 'scratch']);
+    expect(stages.filter((st) => st.runs).map((st) => st.from)).toEqual(stages.filter((st) => st.from.startsWith('--platform=$BUILDPLATFORM')).map((st) => st.from));
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:24-bookworm-slim$/m);
+    expect(dockerfile).toMatch(/^ARG NODE_TARGET_IMAGE=node:24-bookworm-slim$/m);
     expect(dockerfile).toMatch(/npm prune --omit=dev/);
   });
 });
