@@ -95,7 +95,7 @@ image_index() {
     # What a node pulls: the layers as the registry holds them.
     bytes=$(crane manifest --insecure "$reg:$V-$arch" | node -e 'let s="";process.stdin.on("data",(d)=>s+=d).on("end",()=>console.log(JSON.parse(s).layers.reduce((n,l)=>n+l.size,0)))')
     log "image linux/$arch in $((SECONDS - t0)) s: $(node -p "($bytes/1e6).toFixed(1)") MB compressed"
-    (( bytes <= MAX_IMAGE_BYTES )) || die "the linux/$arch image is $bytes bytes compressed, over $MAX_IMAGE_BYTES (docs/operations/image.md says what it holds)"
+    (( bytes <= MAX_IMAGE_BYTES )) || die "the linux/$arch image is $bytes bytes compressed, over $MAX_IMAGE_BYTES (docs/INSTALL.md#the-image says what it holds)"
   done
   crane index append --insecure $(printf -- "-m $reg:$V-%s " "${ARCHES[@]}") -t "$reg:$V" >/dev/null
   digest=$(crane digest --insecure "$reg:$V")

@@ -2,7 +2,7 @@
 # The set-up that `npm run demo` and `npm test` run first (their npm pre-scripts), so that
 # the README's two commands work as written on a fresh Debian machine. Quick once done.
 #
-#   setup.sh demo|test|release
+#   setup.sh demo|test|release|release-test
 #
 #   1. Debian packages: each tool the run uses, and the package that brings it. Missing
 #      ones are installed with apt-get when running as root; otherwise one line says what is
@@ -16,12 +16,15 @@
 #      helm, promtool, krew, actionlint and the oldest supported release's control plane and
 #      kubelet (test).
 #   4. OpenTelemetry's SDK for the coexistence test, in test/support/otel (test).
-#   release (npm run release): podman, debootstrap and qemu-user-static (arm64's image), and
-#   helm; scripts/release.sh builds its own tools (cosign, syft, crane).
+#   release (npm run release): podman and debootstrap, and helm; scripts/release.sh builds its
+#   own tools (cosign, syft, crane). release-test (npm run test:release): those, and
+#   qemu-user-static, to run the arm64 image's node.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what=${1:-}
-[[ $what == demo || $what == test || $what == release ]] || { echo "usage: setup.sh demo|test|release" >&2; exit 2; }
+[[ $what == demo || $what == test || $what == release || $what == release-test ]] || { echo "usage: setup.sh demo|test|release|release-test" >&2; exit 2; }
+qemu=$([[ $what == release-test ]] && echo 1 || true)
+[[ $what == release-test ]] && what=release
 say() { echo "[setup] $*" >&2; }
 
 # tool (a command, or a path) -> package. The real node: containerd (with ctr), runc, the CNI
@@ -34,8 +37,9 @@ declare -A pkg=(
 )
 order=(openssl containerd ctr runc /usr/lib/cni/bridge ip busybox gcc /usr/share/doc/libc6-dev)
 if [[ $what == release ]]; then
-  pkg[podman]=podman pkg[debootstrap]=debootstrap pkg[/usr/lib/binfmt.d/qemu-aarch64.conf]=qemu-user-static
-  order=(runc podman debootstrap /usr/lib/binfmt.d/qemu-aarch64.conf)
+  pkg[podman]=podman pkg[debootstrap]=debootstrap
+  order=(runc podman debootstrap)
+  if [[ -n $qemu ]]; then pkg[/usr/lib/binfmt.d/qemu-aarch64.conf]=qemu-user-static; order+=(/usr/lib/binfmt.d/qemu-aarch64.conf); fi
 fi
 if [[ $what == test ]]; then
   # The image's test builds the Dockerfile with podman, from a base debootstrap makes.

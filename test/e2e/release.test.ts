@@ -80,13 +80,15 @@ describe.runIf(CONTAINERS && IMAGE_TOOLS.length === 0)(`a ${FULL ? 'full' : 'smo
       expect(index.manifests.map((m) => `${m.platform.os}/${m.platform.architecture}`).sort()).toEqual(['linux/amd64', 'linux/arm64']);
       expect((await run(crane, ['digest', '--insecure', `${repo}:${VERSION}`])).trim()).toBe(readFileSync(file(`ownerrefs-agent-image-${VERSION}.digest`), 'utf8').trim());
       await run(cosign, ['verify', '--key', file('cosign.pub'), '--insecure-ignore-tlog', '--allow-insecure-registry', `${repo}:${VERSION}`]);
-      // The arm64 image: its own node, under qemu, runs the agent's commands.
+      // The arm64 image: its own node, under qemu, runs the agent's commands (no shell in it).
+      await run('bash', [path.join(ROOT, 'localcluster', 'image', 'binfmt-arm64.sh')]);
       const arm = path.join(rel, '..', 'arm64.tar');
       await run(crane, ['pull', '--insecure', '--platform', 'linux/arm64', `${repo}:${VERSION}`, arm]);
       const loaded = (await run('podman', ['load', '-q', '-i', arm])).trim().replace(/^Loaded image: /, '');
-      const inArm = (cmd: string) => run('podman', ['--runtime', 'runc', 'run', '--rm', '--platform', 'linux/arm64', '--entrypoint', 'sh', loaded, '-c', cmd]);
-      expect(await inArm('node -p process.arch; ownerrefs-agent --version')).toBe(`arm64\nownerrefs-agent ${VERSION}\n`);
-      expect(await inArm('ownerrefs-agent doctor --help')).toMatch(/^Usage: ownerrefs-agent doctor/);
+      const inArm = (entrypoint: string, ...args: string[]) => run('podman', ['--runtime', 'runc', 'run', '--rm', '--platform', 'linux/arm64', '--entrypoint', entrypoint, loaded, ...args]);
+      expect(await inArm('node', '-p', 'process.arch')).toBe('arm64\n');
+      expect(await inArm('ownerrefs-agent', '--version')).toBe(`ownerrefs-agent ${VERSION}\n`);
+      expect(await inArm('ownerrefs-agent', 'doctor', '--help')).toMatch(/^Usage: ownerrefs-agent doctor/);
     } finally {
       await stop();
     }
