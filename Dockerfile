@@ -45,7 +45,8 @@ COPY scripts/image-rootfs.sh /usr/local/bin/image-rootfs
 RUN bash /usr/local/bin/image-rootfs "$TARGETARCH" /rootfs
 COPY --from=node /usr/local/bin/node /node/usr/local/bin/node
 # The binary must be the target's: a builder whose local image is of another platform fails here.
-RUN strip /node/usr/local/bin/node && readelf -h /node/usr/local/bin/node | grep -q "Machine: *$([ "$TARGETARCH" = arm64 ] && echo AArch64 || echo 'Advanced Micro Devices X86-64')"
+# Its time set to the epoch as the root's are: the same Node gives the same layer.
+RUN strip /node/usr/local/bin/node && find /node -exec touch -h -d @0 {} + && readelf -h /node/usr/local/bin/node | grep -q "Machine: *$([ "$TARGETARCH" = arm64 ] && echo AArch64 || echo 'Advanced Micro Devices X86-64')"
 
 # 4. Runtime: three layers, each changing on its own: Debian's security updates, Node, the agent.
 FROM scratch

@@ -68,7 +68,7 @@ function worktree(ref: string): string {
   return dir;
 }
 
-/** daemonset.yaml's DaemonSet for this node: the image from the registry, always pulled, on the host's network (no Service routing here), at the node's kubelet root. */
+/** daemonset.yaml's DaemonSet for this node: the image from the registry, always pulled, on the host's network (no Service routing here; the probes come to the node's address), at the node's kubelet root. */
 function daemonSet(image: string, server: URL, kubeletRoot: string, port: number): V1DaemonSet {
   const ds = JSON.parse(JSON.stringify(manifestObjects().find((o) => o.kind === 'DaemonSet')).replaceAll('/var/lib/kubelet', kubeletRoot)) as V1DaemonSet;
   const spec = ds.spec!.template.spec!;
@@ -76,7 +76,7 @@ function daemonSet(image: string, server: URL, kubeletRoot: string, port: number
   spec.dnsPolicy = 'ClusterFirstWithHostNet';
   const c = spec.containers[0]!;
   Object.assign(c, { image, imagePullPolicy: 'Always', ports: [{ name: 'http-health', containerPort: port, protocol: 'TCP' }] });
-  c.args = c.args!.map((a) => (a.startsWith('--health-addr=') ? `--health-addr=127.0.0.1:${port}` : a));
+  c.args = c.args!.map((a) => (a.startsWith('--health-addr=') ? `--health-addr=0.0.0.0:${port}` : a));
   c.env = [...c.env ?? [], { name: 'KUBERNETES_SERVICE_HOST', value: server.hostname }, { name: 'KUBERNETES_SERVICE_PORT', value: server.port }];
   return ds;
 }

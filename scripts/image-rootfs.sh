@@ -5,7 +5,8 @@
 #   bash scripts/image-rootfs.sh ARCH OUT
 #
 #   1. Debian's packages that Node 24's official binary links against (libc6, libstdc++6,
-#      libgcc-s1) and base-files (/etc/os-release, by which scanners know the distribution),
+#      libgcc-s1, and gcc-12-base, which holds the last two's copyright), and base-files
+#      (/etc/os-release, by which scanners know the distribution),
 #      for ARCH, at the versions bookworm and bookworm-security hold today: a rebuild picks up
 #      Debian's security updates.
 #   2. Each unpacked into OUT, and recorded as installed in OUT/var/lib/dpkg/status.d/NAME (the
@@ -15,9 +16,11 @@
 #      with its own ICU), documentation but each package's copyright, gdb and lintian files.
 #   4. Users root and node (1000:1000, the image's default user) with no login shell, and an
 #      nsswitch.conf that reads /etc/hosts before DNS, as Debian's does.
+#   5. Every file's time set to the epoch: the same packages give the same layer, which a node
+#      that has it does not pull again.
 set -euo pipefail
 arch=${1:?ARCH (amd64 or arm64)} out=${2:?OUT directory}
-packages=(base-files libc6 libgcc-s1 libstdc++6)
+packages=(base-files libc6 libgcc-s1 libstdc++6 gcc-12-base)
 
 # 1.
 work=$(mktemp -d)
@@ -42,7 +45,7 @@ done
 # 3.
 rm -rf "$out"/usr/lib/*-linux-gnu/gconv "$out"/usr/share/gdb "$out"/usr/share/lintian
 find "$out/usr/share/doc" -type f ! -name copyright -delete
-find "$out/usr/share/doc" -type l -delete
+find "$out/usr/share/doc" -type l ! -xtype d -delete
 find "$out/usr/share/doc" -depth -type d -empty -delete
 
 # 4.
@@ -50,3 +53,6 @@ printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnode:x:1000:1000::/home/node:/u
 printf 'root:x:0:\nnode:x:1000:\n' > "$out/etc/group"
 printf 'passwd: files\ngroup: files\nhosts: files dns\n' > "$out/etc/nsswitch.conf"
 install -d -m 0755 -o 1000 -g 1000 "$out/home/node"
+
+# 5.
+find "$out" -exec touch -h -d @0 {} +
