@@ -89,8 +89,8 @@ make_base() {
 # NODE_TARGET_IMAGE for another architecture: that architecture's Node binary alone, at the
 # path the published image has it (the Dockerfile copies nothing else from it).
 node_image() {
-  local arch=$1 name=localhost/ownerrefs/node:$node_version-$arch
-  local tar=$cache/node-$node_version-$arch.tar
+  local arch=$1
+  local name=localhost/ownerrefs/node:$node_version-$arch tar=$cache/node-$node_version-$arch.tar
   if [[ ! -f $tar ]]; then
     mkdir -p "$work/node-$arch/usr/local/bin"
     install -m 0755 "$(node_for "$arch")" "$work/node-$arch/usr/local/bin/node"
