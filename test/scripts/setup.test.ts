@@ -13,7 +13,7 @@ const ROOT = path.join(import.meta.dirname, '..', '..');
 interface Run { code: number; stderr: string; apt: string[] }
 
 /** setup.sh `what` with `hidden` off PATH, as uid `uid`, and apt-get recording its arguments. */
-function setup(what: string, opts: { hidden?: string[]; uid?: number; go?: string; force?: boolean } = {}): Promise<Run> {
+function setup(what: string, opts: { hidden?: string[]; uid?: number; go?: string; force?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
   const fake = tmpDir();
   const log = path.join(fake, 'apt.log');
   writeFileSync(log, '');
@@ -27,7 +27,7 @@ function setup(what: string, opts: { hidden?: string[]; uid?: number; go?: strin
   const hidden = ['apt-get', 'id', ...(opts.go !== undefined ? ['go'] : []), ...opts.hidden ?? []].join(',');
   return new Promise((resolve) => {
     execFile('bash', [path.join(ROOT, 'scripts', 'without.sh'), hidden, 'bash', '-c', 'PATH="$FAKE:$PATH" exec bash scripts/setup.sh "$WHAT"'], {
-      cwd: ROOT, env: { ...process.env, FAKE: fake, WHAT: what, OWNERREFS_SETUP_FORCE: opts.force ? '1' : '' },
+      cwd: ROOT, env: { ...process.env, FAKE: fake, WHAT: what, OWNERREFS_SETUP_FORCE: opts.force ? '1' : '', ...opts.env },
     }, (err, _stdout, stderr) => resolve({
       code: err ? Number((err as { code?: number }).code ?? 1) : 0, stderr, apt: readFileSync(log, 'utf8').split('\n').filter((l) => l !== ''),
     }));
@@ -65,6 +65,13 @@ describe('scripts/setup.sh', { timeout: 300_000 }, () => {
     expect(r.stderr.split('\n').filter((l) => l.startsWith('[setup]'))).toEqual([
       `[setup] cannot install containerd busybox-static (not root): ${fallback}; install them as root for a real node`,
     ]);
+  });
+
+  it('a test tool that fails to build beside the control plane stops set-up: exit 1, saying so after the other builds', async () => {
+    // A cache root under a file: the tools' build cannot make its directory.
+    const r = await setup('test', { env: { OWNERREFS_TOOLS_CACHE: '/dev/null/tools' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n').pop()).toBe('[setup] building the test tools failed (their log is above)');
   });
 
   it.each([
