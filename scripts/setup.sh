@@ -78,8 +78,9 @@ fi
 # Cache hits cost milliseconds; a cold build says how long it will take.
 if [[ $what == release ]]; then bash localcluster/tools/build.sh >/dev/null; exit 0; fi
 if [[ $what == test ]]; then
-  # The test tools share no module with Kubernetes: built beside its builds, their downloads
-  # and links fill the time those leave a core idle. Waited for below.
+  # The test tools share no module with Kubernetes, so they build beside its builds: a gain
+  # where there are more than two cores (on two, the compiles fill both and it is a wash).
+  # Waited for below.
   { bash localcluster/tools/build.sh && # helm and promtool
     bash localcluster/release/tools/build.sh krew && # the release's install test
     bash localcluster/release/tools/build.sh actionlint # the release workflow's check
