@@ -77,8 +77,14 @@ describe('the workload beside name parsing', () => {
     await row('(before) the ReplicaSet of Deployment shop', 'row=adopted', 'Deployment shop');
     rows.pop();
     await apps.deleteNamespacedDeployment({ name: 'shop', namespace: e.ns, propagationPolicy: 'Orphan' });
+    // The delete returns before the garbage collector has removed shop from its ReplicaSet. Created
+    // earlier, storefront finds that ReplicaSet controlled by another, makes its own, and the row
+    // would show a ReplicaSet named for storefront instead of an adopted one.
+    await waitFor(async () => (await apps.listNamespacedReplicaSet({ namespace: e.ns, labelSelector: 'row=adopted' })).items
+      .find((rs) => rs.metadata?.name?.startsWith('shop-') && !rs.metadata.ownerReferences?.length), { describe: 'the ReplicaSet of shop orphaned' });
     await apps.createNamespacedDeployment({ namespace: e.ns, body: { metadata: { name: 'storefront' }, spec: { replicas: 1, selector: { matchLabels: { row: 'adopted' } }, template: template({ row: 'adopted' }) } } as never });
     await row('a ReplicaSet of Deployment shop, adopted by Deployment storefront', 'row=adopted', 'Deployment storefront');
+    expect(rows.at(-1)!.parsing).toBe('Deployment shop'); // its pod is the adopted ReplicaSet's, not one storefront made
     // 4. A StatefulSet (its pods name it directly: both are right).
     await apps.createNamespacedStatefulSet({ namespace: e.ns, body: { metadata: { name: 'db' }, spec: { serviceName: 'db', replicas: 1, selector: { matchLabels: { row: 'sts' } }, template: template({ row: 'sts' }) } } as never });
     await row('a StatefulSet (db)', 'row=sts', 'StatefulSet db');
