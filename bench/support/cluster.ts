@@ -27,6 +27,8 @@ export interface BenchCluster {
   versions: { kubernetes: string; etcd: string };
   /** Requests the API server dispatched for the agent's ServiceAccount (APF counter). */
   agentRequests(): Promise<number>;
+  /** The API server's /metrics, in Prometheus' text format. */
+  apiServerMetrics(): Promise<string>;
   /** Lets the agent's ServiceAccount get this core resource (following owners of that kind). */
   allowFollowing(resource: string): Promise<void>;
   /** Sets (or, with null, removes) one label of the bench node. */
@@ -68,6 +70,7 @@ export async function startBenchCluster(nodeName: string, workDir: string, opts:
           .filter((l) => l.startsWith('apiserver_flowcontrol_dispatched_requests_total{') && l.includes(`flow_schema="${AGENT_FLOW_SCHEMA}"`))
           .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
       },
+      apiServerMetrics: () => rawGet(api, '/metrics'),
       async allowFollowing(resource) {
         const name = `ownerrefs-bench-follow-${resource}`;
         await apply(kc, [
