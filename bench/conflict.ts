@@ -18,7 +18,8 @@ import { startTestWebhook } from '../localcluster/testwebhook.ts';
 import { waitFor } from '../localcluster/wait.ts';
 import { buildAgent, startAgent } from './support/agent.ts';
 import { NS, startBenchCluster } from './support/cluster.ts';
-import { AGENT_USER, conflictPairs, OWNER_REFERENCES, readerPod, type ConflictPair } from './support/conflict.ts';
+import { AGENT_USER, conflictPairs, readerPod, type ConflictPair } from './support/conflict.ts';
+import { ANNOTATIONS } from '../projections/names.ts';
 import { CpuGroup } from './support/cpugroup.ts';
 import { loadavg, machine } from './support/machine.ts';
 import { dist, round, type Dist } from './support/stats.ts';
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
     for (let run = 0; run < RUNS; run++) {
       const name = `reader-${run}`;
       await core.createNamespacedPod({ namespace: NS, body: readerPod(name, NODE) });
-      await waitFor(async () => (await core.readNamespacedPod({ name, namespace: NS })).metadata?.annotations?.[OWNER_REFERENCES], { describe: `${name}: the agent's first value`, timeoutMs: 60_000 });
+      await waitFor(async () => (await core.readNamespacedPod({ name, namespace: NS })).metadata?.annotations?.[ANNOTATIONS.ownerReferences], { describe: `${name}: the agent's first value`, timeoutMs: 60_000 });
       const before = await agent.metric('ownerrefs_annotation_writes_total', 'result="conflict"');
       const admittedBefore = agentAdmissions();
       const pairs = await conflictPairs(core, { namespace: NS, name, pairs: PAIRS, slowMs: SLOW_MS,

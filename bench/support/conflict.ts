@@ -10,18 +10,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { mergePatch } from '../../localcluster/patch.ts';
+import { ANNOTATIONS } from '../../projections/names.ts';
+import type { Owner } from './cluster.ts';
 
-export const OWNER_REFERENCES = 'ownerrefs.dev/owner-references';
 export const AGENT_USER = 'system:serviceaccount:ownerrefs-system:ownerrefs-agent';
 
-export interface Owner { name: string; uid: string }
 /** Milliseconds from the ownership change to the annotation, for each change of one pair. */
 export interface ConflictPair { conflicting: number; plain: number }
 
 /** A pod on `nodeName` whose container reads the owners' annotation (so the agent keeps it). */
 export function readerPod(name: string, nodeName: string) {
   return { metadata: { name }, spec: { nodeName, containers: [{ name: 'c', image: 'busybox',
-    env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${OWNER_REFERENCES}']` } } }] }] } };
+    env: [{ name: 'O', valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${ANNOTATIONS.ownerReferences}']` } } }] }] } };
 }
 
 /**
@@ -30,7 +30,7 @@ export function readerPod(name: string, nodeName: string) {
  */
 export async function conflictPairs(core: CoreV1Api, o: { namespace: string; name: string; owners: readonly Owner[]; pairs: number; slowMs: number }): Promise<ConflictPair[]> {
   const { namespace, name } = o;
-  const annotation = async () => (await core.readNamespacedPod({ name, namespace })).metadata?.annotations?.[OWNER_REFERENCES];
+  const annotation = async () => (await core.readNamespacedPod({ name, namespace })).metadata?.annotations?.[ANNOTATIONS.ownerReferences];
   const change = async (owner: Owner, bump: string | undefined) => {
     const started = performance.now();
     await core.patchNamespacedPod({ name, namespace, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner.name, uid: owner.uid }] } } }, mergePatch);

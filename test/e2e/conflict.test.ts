@@ -8,7 +8,8 @@
 // test/agent/annotations/keeper.test.ts's.
 
 import { describe, expect, it } from 'vitest';
-import { AGENT_USER, conflictPairs, OWNER_REFERENCES, readerPod } from '../../bench/support/conflict.ts';
+import { AGENT_USER, conflictPairs, readerPod } from '../../bench/support/conflict.ts';
+import { ANNOTATIONS } from '../../projections/names.ts';
 import { startTestWebhook } from '../../localcluster/testwebhook.ts';
 import { waitFor } from '../support/cluster.ts';
 import { useE2E } from '../support/e2e.ts';
@@ -22,7 +23,7 @@ describe('a conflicting annotation write', () => {
     const conflictsBefore = await e.agent.metric('ownerrefs_annotation_writes_total', 'result="conflict"');
     const owners = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await e.core.createNamespacedConfigMap({ namespace: e.ns, body: { metadata: { name: `owner-${i}` } } })).metadata!));
     await e.core.createNamespacedPod({ namespace: e.ns, body: readerPod('reader', e.nodeName) });
-    await waitFor(async () => (await e.core.readNamespacedPod({ name: 'reader', namespace: e.ns })).metadata?.annotations?.[OWNER_REFERENCES], { describe: 'the agent\'s first value' });
+    await waitFor(async () => (await e.core.readNamespacedPod({ name: 'reader', namespace: e.ns })).metadata?.annotations?.[ANNOTATIONS.ownerReferences], { describe: 'the agent\'s first value' });
     const slow = await startTestWebhook(e.kc, { name: 'slow', namespace: e.ns, operations: ['UPDATE'], mutate: () => [], keepRequests: false,
       delayMs: (r) => (r.userInfo.username === AGENT_USER ? SLOW_MS : 0) });
     try {
