@@ -11,7 +11,7 @@
 // each rate (bench/support/webhookpods.ts).
 //
 //   npm run bench:admission                                  rates 50 and 200/s, 6 rounds each
-//   npm run bench:admission -- --rates=20 --rounds=1 --round=20   (bench:admission:smoke in CI)
+//   npm run bench:admission -- --rates=20 --rounds=1 --round=20   (bench:admission:smoke, in CI)
 //
 // Beside the latency, the API server's own clock: the time it spent in each arm's admission
 // plugin per pod (its STABLE histogram apiserver_admission_controller_admission_duration_seconds,
@@ -32,14 +32,14 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { admissionPolicies, policyName } from '../agent/admission/policy/policy.ts';
-import { ANNOTATIONS, annotationField, WEBHOOK_CONFIG_NAME } from '../projections/names.ts';
-import { renderOwnerReferencesJson } from '../projections/ownerreferences.ts';
+import { WEBHOOK_CONFIG_NAME } from '../projections/names.ts';
 import { startWebhook } from '../localcluster/webhookproc.ts';
 import { startBenchCluster, type BenchCluster } from './support/cluster.ts';
 import { TMP, buildAgent } from './support/agent.ts';
 import { loadavg, machine } from './support/machine.ts';
 import { dist, round, type Dist } from './support/stats.ts';
 import { createAt, kepPod, plain } from './support/webhookpods.ts';
+import { leastWorkPolicy, pluginSeconds, policyChecks, stored } from './support/admissionarms.ts';
 import { NODE_FLAGS } from '../agent/config.ts';
 
 const ARM_LABEL = 'ownerrefs.dev/bench-admission';
@@ -64,47 +64,10 @@ const PLUGIN: Record<Added, string> = { policy: 'MutatingAdmissionPolicy', polic
 /** The plugin of the ValidatingAdmissionPolicies every install has (the agent's and the annotation writers'): what every pod's creation pays. */
 const VALIDATING = 'ValidatingAdmissionPolicy';
 
-/**
- * The least work a MutatingAdmissionPolicy can do, bound to its arm's namespace: no condition,
- * one annotation added (not one of ours, which the writers' policy would refuse). What it costs
- * is the API server's own price of any mutating policy: the object made CEL's, the patch
- * evaluated, the object encoded, patched and decoded.
- */
 const MINIMAL_POLICY = 'bench-minimal.ownerrefs.dev';
-const minimalPolicy = (): KubernetesObject[] => [
-  { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingAdmissionPolicy', metadata: { name: MINIMAL_POLICY }, spec: {
-    matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], operations: ['CREATE'], scope: 'Namespaced' }] },
-    mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: "[JSONPatch{op: 'add', path: '/metadata/annotations/bench.example~1minimal', value: ''}]" } }],
-    failurePolicy: 'Fail', reinvocationPolicy: 'Never' } } as KubernetesObject,
-  { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingAdmissionPolicyBinding', metadata: { name: MINIMAL_POLICY },
-    spec: { policyName: MINIMAL_POLICY, matchResources: { namespaceSelector: { matchLabels: { [ARM_LABEL]: 'adm-minimal' } } } } } as KubernetesObject,
-];
 
-/** The sum of the series of `name` whose line holds every one of `labels`. */
-const sumWhere = (body: string, name: string, ...labels: string[]) => body.split('\n')
-  .filter((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)))
-  .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-/** Seconds the API server has spent in admission plugin `plugin` on CREATEs, in all. */
-const pluginSeconds = (body: string, plugin: string) => sumWhere(body, 'apiserver_admission_controller_admission_duration_seconds_sum', `name="${plugin}"`, 'operation="CREATE"');
 /** The Pod policy's evaluations: in all, and within 1 ms. */
-const POD_POLICY = `policy="${policyName('pods')}"`;
-const evaluations = (body: string) => ({
-  all: sumWhere(body, 'apiserver_mutating_admission_policy_check_duration_seconds_count', POD_POLICY),
-  within1ms: sumWhere(body, 'apiserver_mutating_admission_policy_check_duration_seconds_bucket', POD_POLICY, 'le="0.001"'),
-});
-
-/** A KEP pod as admission stores it: its fields pointed at the annotation, which holds its owners. */
-function stored(pod: V1Pod): V1Pod {
-  const at = annotationField(ANNOTATIONS.ownerReferences);
-  const point = <T extends { fieldRef?: { fieldPath: string } }>(x: T): T => x.fieldRef?.fieldPath === 'metadata.ownerReferences' ? { ...x, fieldRef: { ...x.fieldRef, fieldPath: at } } : x;
-  const spec = pod.spec!;
-  return {
-    ...pod,
-    metadata: { ...pod.metadata, annotations: { [ANNOTATIONS.ownerReferences]: renderOwnerReferencesJson(pod.metadata!.ownerReferences!) } },
-    spec: { ...spec, containers: spec.containers.map((c) => ({ ...c, env: c.env?.map((v) => v.valueFrom ? { ...v, valueFrom: point(v.valueFrom) } : v) })),
-      volumes: spec.volumes!.map((v) => ({ ...v, downwardAPI: { ...v.downwardAPI, items: v.downwardAPI!.items!.map(point) } })) },
-  };
-}
+const evaluations = (body: string) => { const c = policyChecks(body, policyName('pods')); return { all: c.count, within1ms: c.within1ms }; };
 
 export interface RateResult {
   rate: number;
@@ -137,7 +100,7 @@ async function setUp(kc: KubeConfig, workDir: string, main: string): Promise<{ o
   }
   const objects = KubernetesObjectApi.makeApiClient(kc);
   for (const o of admissionPolicies({ namespaceSelector: { matchLabels: { [ARM_LABEL]: 'adm-policy' } } })) await objects.create(o as KubernetesObject);
-  for (const o of minimalPolicy()) await objects.create(o);
+  for (const o of leastWorkPolicy(MINIMAL_POLICY, { matchLabels: { [ARM_LABEL]: 'adm-minimal' } })) await objects.create(o);
   await core.createNamespace({ body: { metadata: { name: 'ownerrefs-system' } } }).catch(() => undefined);
   const webhook = await startWebhook(kc, workDir, { main, nodeFlags: NODE_FLAGS });
   // The webhook's configuration, narrowed to its arm's namespace.
