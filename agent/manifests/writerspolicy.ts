@@ -41,9 +41,12 @@ export function annotationWritersPolicy(namespace: string): Record<string, unkno
       { apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods', 'pods/*'] },
       { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods', 'pods/binding', 'bindings'] },
     ] },
-    // The agent, and the gate's lifter (admission.mode=policy): each bounded by a policy of its own.
-    matchConditions: [{ name: 'not-an-ownerrefs-writer', expression: `!(request.userInfo.username in [${celString(agent)}, ${celString(gateUser(namespace))}])` }],
+    // The agent, and the gate's lifter (admission.mode=policy), each bounded by a policy of its
+    // own, pass every validation. Not a matchCondition: nearly every write is by someone else,
+    // so the condition would hold and the validations run after it anyway: every pod write
+    // would pay the API server's evaluation of a condition on top of theirs.
     variables: [
+      { name: 'ownerrefsWriter', expression: `request.userInfo.username in [${celString(agent)}, ${celString(gateUser(namespace))}]` },
       // A Pod being created: our mutating admission ran before this, so its values are ours.
       { name: 'creatingPod', expression: "request.operation == 'CREATE' && request.kind.kind == 'Pod'" },
       { name: 'ours', expression: `[${ANNOTATION_KEYS.map(celString).join(', ')}]` },
@@ -54,16 +57,16 @@ export function annotationWritersPolicy(namespace: string): Record<string, unkno
         '(k in variables.annotations && variables.annotations[k] != variables.oldAnnotations[k]))' },
     ],
     validations: [{
-      expression: 'variables.creatingPod || variables.changed.size() == 0',
+      expression: 'variables.ownerrefsWriter || variables.creatingPod || variables.changed.size() == 0',
       messageExpression: `'the ownerrefs.dev/ annotations of a pod are written only by the ownerrefs.dev webhook, at creation, and by the ownerrefs agent (${agent}); this request changes ' + variables.changed.join(', ')`,
       reason: 'Forbidden',
     }, ...ANNOTATION_KEYS.map((key) => key === ANNOTATIONS.node ? {
-      expression: `!variables.creatingPod || !(${celString(key)} in variables.annotations)`,
+      expression: `variables.ownerrefsWriter || !variables.creatingPod || !(${celString(key)} in variables.annotations)`,
       message: `a pod is created without the annotation ${key}: the ownerrefs agent on the pod's node (${agent}) writes it once the pod is bound there; remove it`,
       reason: 'Forbidden',
     } : {
       // Evaluated only for a pod that carries the key: the walk of its spec costs nothing to the others.
-      expression: `!variables.creatingPod || !(${celString(key)} in variables.annotations) || (${specUses('object.spec', [annotationField(key)])})`,
+      expression: `variables.ownerrefsWriter || !variables.creatingPod || !(${celString(key)} in variables.annotations) || (${specUses('object.spec', [annotationField(key)])})`,
       message: `a pod is created carrying the annotation ${key} without reading it: only the ownerrefs.dev webhook or admission policy, at creation, and the ownerrefs agent (${agent}) write it, and no admission of ours ran for this pod to remove it; remove it`,
       reason: 'Forbidden',
     })],
